@@ -1,0 +1,429 @@
+//! Drive configuration: NAND geometry, capacity, GC, data reduction.
+//!
+//! A [`DriveConfig`] is plain data (serde, so a TOML file works) checked
+//! once by [`DriveConfig::validate`], which names the bad field. Built-in
+//! presets are in [`PRESETS`]; [`DriveConfig::scaled`] shrinks one to a
+//! smaller capacity keeping its over-provisioning, and
+//! [`DriveConfig::with_op`] sizes the array for a requested OP.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ConfigError;
+
+/// Names of the built-in presets, for [`DriveConfig::preset`].
+pub const PRESETS: [&str; 3] = ["sf2281-240g", "samsung830-64g", "intel-x25m-g2-160g"];
+
+/// Default mapping unit: 4 KiB, the size the controller compresses and maps.
+pub const DEFAULT_UNIT_BYTES: u32 = 4096;
+
+/// Default foreground-GC trigger: collect while fewer free blocks remain.
+/// Two is the least that guarantees progress: a victim's live data always
+/// fits in one free block plus the open blocks.
+pub const DEFAULT_LOW_WATERMARK: u32 = 2;
+
+/// Default idle-GC target: idle collection stops at this many free blocks.
+pub const DEFAULT_HIGH_WATERMARK: u32 = 8;
+
+/// NAND array shape.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Geometry {
+    /// Independent channels.
+    pub channels: u32,
+    /// Dies on each channel.
+    pub dies_per_channel: u32,
+    /// Erase blocks on each die.
+    pub blocks_per_die: u32,
+    /// Pages in each erase block.
+    pub pages_per_block: u32,
+    /// Bytes in one page (the program unit).
+    pub page_bytes: u32,
+    /// Rated program/erase cycles per block.
+    pub pe_cycles: u32,
+}
+
+impl Geometry {
+    /// Dies in the whole array.
+    pub fn dies(&self) -> u32 {
+        self.channels * self.dies_per_channel
+    }
+
+    /// Blocks in the whole array.
+    pub fn total_blocks(&self) -> u32 {
+        self.dies() * self.blocks_per_die
+    }
+
+    /// Bytes in one erase block.
+    pub fn block_bytes(&self) -> u64 {
+        u64::from(self.pages_per_block) * u64::from(self.page_bytes)
+    }
+
+    /// Raw bytes of the whole array.
+    pub fn physical_bytes(&self) -> u64 {
+        u64::from(self.total_blocks()) * self.block_bytes()
+    }
+}
+
+/// Garbage-collection victim policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GcPolicy {
+    /// Fewest live bytes first.
+    Greedy,
+    /// Highest (1 - u) / 2u x age first (Rosenblum & Ousterhout's LFS).
+    CostBenefit,
+    /// Oldest sealed block first.
+    Fifo,
+}
+
+impl GcPolicy {
+    /// The names accepted on the command line and in config files.
+    pub const NAMES: [&'static str; 3] = ["greedy", "cost-benefit", "fifo"];
+}
+
+impl std::str::FromStr for GcPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "greedy" => Ok(GcPolicy::Greedy),
+            "cost-benefit" => Ok(GcPolicy::CostBenefit),
+            "fifo" => Ok(GcPolicy::Fifo),
+            _ => Err(format!("unknown GC policy '{s}' (valid: {})", Self::NAMES.join(", "))),
+        }
+    }
+}
+
+/// Garbage-collection settings.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GcConfig {
+    /// How victims are chosen.
+    pub policy: GcPolicy,
+    /// Foreground GC runs while fewer free blocks than this remain.
+    pub low_watermark: u32,
+    /// Idle GC runs until this many blocks are free.
+    pub high_watermark: u32,
+}
+
+/// What the simulated NAND keeps of the data written to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Media {
+    /// Keep every programmed byte in memory; reads return data.
+    Memory,
+    /// Keep lengths and fingerprints only; reads that need data fail.
+    MetadataOnly,
+}
+
+impl std::str::FromStr for Media {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "memory" => Ok(Media::Memory),
+            "metadata-only" => Ok(Media::MetadataOnly),
+            _ => Err(format!("unknown media '{s}' (valid: memory, metadata-only)")),
+        }
+    }
+}
+
+/// Everything needed to build a drive.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DriveConfig {
+    /// Preset this config came from (informational).
+    pub name: String,
+    /// Host-visible capacity in bytes; a multiple of `unit_bytes`.
+    pub logical_bytes: u64,
+    /// Mapping unit in bytes: a power of two from 512 up to the block size.
+    pub unit_bytes: u32,
+    /// NAND array shape.
+    pub geometry: Geometry,
+    /// Garbage collection.
+    pub gc: GcConfig,
+    /// Compress units with lz4 before storing them.
+    pub compression: bool,
+    /// Store identical units once.
+    pub dedup: bool,
+    /// What the NAND keeps.
+    pub media: Media,
+    /// Seed from which every random stream of the drive and its workloads
+    /// is derived.
+    pub seed: u64,
+}
+
+impl DriveConfig {
+    /// A built-in preset by name.
+    pub fn preset(name: &str) -> Result<Self, ConfigError> {
+        let gc = GcConfig {
+            policy: GcPolicy::Greedy,
+            low_watermark: DEFAULT_LOW_WATERMARK,
+            high_watermark: DEFAULT_HIGH_WATERMARK,
+        };
+        let (logical_bytes, geometry, reduce) = match name {
+            // SandForce SF-2281: 240 GB on 256 GiB of 25 nm MLC, 8 channels
+            // of four 64 Gbit dies; 8 KiB pages, 256 pages (2 MiB) a block.
+            "sf2281-240g" => (
+                240_000_000_000,
+                Geometry {
+                    channels: 8,
+                    dies_per_channel: 4,
+                    blocks_per_die: 4096,
+                    pages_per_block: 256,
+                    page_bytes: 8192,
+                    pe_cycles: 3000,
+                },
+                true,
+            ),
+            // Samsung 830 64 GB: 8 channels, one 64 Gbit 27 nm toggle die
+            // each; 8 KiB pages, 128 pages (1 MiB) a block.
+            "samsung830-64g" => (
+                64_000_000_000,
+                Geometry {
+                    channels: 8,
+                    dies_per_channel: 1,
+                    blocks_per_die: 8192,
+                    pages_per_block: 128,
+                    page_bytes: 8192,
+                    pe_cycles: 3000,
+                },
+                false,
+            ),
+            // Intel X25-M G2 160 GB: 10 channels of four 32 Gbit 34 nm dies;
+            // 4 KiB pages, 128 pages (512 KiB) a block.
+            "intel-x25m-g2-160g" => (
+                160_000_000_000,
+                Geometry {
+                    channels: 10,
+                    dies_per_channel: 4,
+                    blocks_per_die: 8192,
+                    pages_per_block: 128,
+                    page_bytes: 4096,
+                    pe_cycles: 5000,
+                },
+                false,
+            ),
+            other => return Err(ConfigError::UnknownPreset(other.to_string())),
+        };
+        Ok(DriveConfig {
+            name: name.to_string(),
+            logical_bytes,
+            unit_bytes: DEFAULT_UNIT_BYTES,
+            geometry,
+            gc,
+            compression: reduce,
+            dedup: reduce,
+            media: Media::Memory,
+            seed: 0,
+        })
+    }
+
+    /// Reads a config from TOML text and validates it.
+    pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
+        let cfg: DriveConfig = toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// This config shrunk to `capacity` bytes: fewer blocks per die, the
+    /// same dies, pages and physical/logical ratio (up to rounding to whole
+    /// blocks per die).
+    pub fn scaled(&self, capacity: u64) -> Result<Self, ConfigError> {
+        if capacity > self.logical_bytes {
+            return Err(ConfigError::invalid(
+                "capacity",
+                format!(
+                    "{capacity} bytes is larger than the preset's {} bytes; --capacity only scales down",
+                    self.logical_bytes
+                ),
+            ));
+        }
+        let logical = capacity - capacity % u64::from(self.unit_bytes);
+        if logical == 0 {
+            return Err(ConfigError::invalid(
+                "capacity",
+                format!("must be at least one {}-byte unit", self.unit_bytes),
+            ));
+        }
+        let ratio = logical as f64 / self.logical_bytes as f64;
+        let blocks = (f64::from(self.geometry.blocks_per_die) * ratio).round().max(1.0) as u32;
+        let mut cfg = self.clone();
+        cfg.logical_bytes = logical;
+        cfg.geometry.blocks_per_die = blocks;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// This config with blocks per die chosen so that the blocks that hold
+    /// data give over-provisioning `op` = (physical - logical) / logical.
+    /// The GC reserve ([`DriveConfig::reserve_blocks`]) comes on top and is
+    /// not counted in `op`.
+    pub fn with_op(&self, op: f64) -> Result<Self, ConfigError> {
+        if !(op > 0.0 && op <= 10.0) {
+            return Err(ConfigError::invalid("op", format!("{op} is outside (0, 10]")));
+        }
+        let block = self.geometry.block_bytes() as f64;
+        let data_blocks = (self.logical_bytes as f64 * (1.0 + op) / block).ceil();
+        let total = data_blocks + f64::from(self.reserve_blocks());
+        let per_die = (total / f64::from(self.geometry.dies())).ceil();
+        if per_die > f64::from(u32::MAX) {
+            return Err(ConfigError::invalid("op", "needs more blocks than a die can number"));
+        }
+        let mut cfg = self.clone();
+        cfg.geometry.blocks_per_die = per_die as u32;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Blocks held back from data: one open block per die plus the
+    /// foreground-GC low watermark.
+    pub fn reserve_blocks(&self) -> u32 {
+        self.geometry.dies() + self.gc.low_watermark
+    }
+
+    /// Mapping units on the drive.
+    pub fn logical_units(&self) -> u64 {
+        self.logical_bytes / u64::from(self.unit_bytes)
+    }
+
+    /// Host sectors on the drive.
+    pub fn logical_sectors(&self) -> u64 {
+        self.logical_bytes / crate::units::SECTOR_BYTES
+    }
+
+    /// Over-provisioning of the whole array, reserve included:
+    /// (physical - logical) / logical.
+    pub fn op(&self) -> f64 {
+        (self.geometry.physical_bytes() as f64 - self.logical_bytes as f64) / self.logical_bytes as f64
+    }
+
+    /// Over-provisioning of the blocks that hold data (reserve excluded):
+    /// the quantity the analytic WA models take.
+    pub fn data_op(&self) -> f64 {
+        let data = self.geometry.physical_bytes() - u64::from(self.reserve_blocks()) * self.geometry.block_bytes();
+        (data as f64 - self.logical_bytes as f64) / self.logical_bytes as f64
+    }
+
+    /// Checks every field, naming the first that is wrong.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let g = &self.geometry;
+        let positive = [
+            ("geometry.channels", g.channels),
+            ("geometry.dies_per_channel", g.dies_per_channel),
+            ("geometry.blocks_per_die", g.blocks_per_die),
+            ("geometry.pages_per_block", g.pages_per_block),
+            ("geometry.pe_cycles", g.pe_cycles),
+        ];
+        for (field, v) in positive {
+            if v == 0 {
+                return Err(ConfigError::invalid(field, "must be at least 1"));
+            }
+        }
+        if g.page_bytes < 512 || g.page_bytes % 512 != 0 || g.page_bytes > 1 << 20 {
+            return Err(ConfigError::invalid(
+                "geometry.page_bytes",
+                format!("{} is not a multiple of 512 between 512 and 1 MiB", g.page_bytes),
+            ));
+        }
+        if g.pages_per_block > 1 << 16 {
+            return Err(ConfigError::invalid("geometry.pages_per_block", "must be at most 65536"));
+        }
+        let blocks = u64::from(g.channels) * u64::from(g.dies_per_channel) * u64::from(g.blocks_per_die);
+        if blocks >= u64::from(u32::MAX) {
+            return Err(ConfigError::invalid("geometry.blocks_per_die", "more blocks than a u32 can number"));
+        }
+        if g.block_bytes() > u64::from(u32::MAX) {
+            return Err(ConfigError::invalid("geometry.pages_per_block", "a block must be under 4 GiB"));
+        }
+        let u = self.unit_bytes;
+        if !u.is_power_of_two() || u < 512 || u64::from(u) > g.block_bytes() || u > 1 << 20 {
+            return Err(ConfigError::invalid(
+                "unit_bytes",
+                format!("{u} is not a power of two from 512 up to the block size (and at most 1 MiB)"),
+            ));
+        }
+        if self.logical_bytes == 0 || self.logical_bytes % u64::from(u) != 0 {
+            return Err(ConfigError::invalid(
+                "logical_bytes",
+                format!("{} is not a positive multiple of the {u}-byte unit", self.logical_bytes),
+            ));
+        }
+        if self.logical_units() >= u64::from(u32::MAX) {
+            return Err(ConfigError::invalid("logical_bytes", "more units than the chunk table can number"));
+        }
+        if self.gc.low_watermark < DEFAULT_LOW_WATERMARK {
+            return Err(ConfigError::invalid(
+                "gc.low_watermark",
+                format!("must be at least {DEFAULT_LOW_WATERMARK} so GC can always make progress"),
+            ));
+        }
+        if self.gc.high_watermark < self.gc.low_watermark {
+            return Err(ConfigError::invalid("gc.high_watermark", "must be at least gc.low_watermark"));
+        }
+        let reserve = u64::from(self.reserve_blocks()) * g.block_bytes();
+        // Each block may waste up to one unit of padding where a chunk does
+        // not fit its tail; require room for that too.
+        let padding = blocks * u64::from(u);
+        let usable = g.physical_bytes().saturating_sub(reserve).saturating_sub(padding);
+        if usable <= self.logical_bytes {
+            return Err(ConfigError::invalid(
+                "geometry.blocks_per_die",
+                format!(
+                    "{} bytes of NAND leave {usable} bytes after the GC reserve ({} blocks) and block-tail padding, \
+                     not more than the {} logical bytes: add blocks or lower the capacity",
+                    g.physical_bytes(),
+                    self.reserve_blocks(),
+                    self.logical_bytes
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_validate_and_have_documented_shapes() {
+        for name in PRESETS {
+            DriveConfig::preset(name).unwrap().validate().unwrap();
+        }
+        let sf = DriveConfig::preset("sf2281-240g").unwrap();
+        assert_eq!(sf.geometry.physical_bytes(), 256 << 30);
+        assert!((sf.op() - 0.1453).abs() < 1e-3);
+        assert!(DriveConfig::preset("nope").is_err());
+    }
+
+    #[test]
+    fn scaling_keeps_op_and_rejects_growth() {
+        let sf = DriveConfig::preset("sf2281-240g").unwrap();
+        let small = sf.scaled(16 << 30).unwrap();
+        assert_eq!(small.logical_bytes, 16 << 30);
+        assert!((small.op() - sf.op()).abs() < 0.01, "{}", small.op());
+        assert!(matches!(sf.scaled(300_000_000_000), Err(ConfigError::Invalid { field: "capacity", .. })));
+        assert!(sf.scaled(1 << 20).is_err(), "too small for the GC reserve");
+    }
+
+    #[test]
+    fn with_op_counts_data_blocks_only() {
+        let sf = DriveConfig::preset("sf2281-240g").unwrap().scaled(4 << 30).unwrap();
+        let c = sf.with_op(0.2).unwrap();
+        assert!(c.data_op() >= 0.2 && c.data_op() < 0.2 + 0.05, "{}", c.data_op());
+        assert!(sf.with_op(0.0).is_err());
+        assert!(sf.with_op(-1.0).is_err());
+    }
+
+    #[test]
+    fn validate_names_the_bad_field() {
+        let mut c = DriveConfig::preset("samsung830-64g").unwrap();
+        c.unit_bytes = 3000;
+        assert!(matches!(c.validate(), Err(ConfigError::Invalid { field: "unit_bytes", .. })));
+        let mut c = DriveConfig::preset("samsung830-64g").unwrap();
+        c.gc.low_watermark = 1;
+        assert!(matches!(c.validate(), Err(ConfigError::Invalid { field: "gc.low_watermark", .. })));
+        let toml = toml::to_string(&DriveConfig::preset("samsung830-64g").unwrap()).unwrap();
+        assert_eq!(DriveConfig::from_toml(&toml).unwrap(), DriveConfig::preset("samsung830-64g").unwrap());
+        assert!(matches!(DriveConfig::from_toml("name = 3"), Err(ConfigError::Parse(_))));
+    }
+}

@@ -1,0 +1,593 @@
+//! The drive: composition root of the model. Owns the NAND array, the
+//! physical space, the chunk store, the map and the counters, and runs
+//! every host command through them.
+//!
+//! Write: validate -> split into units (read-modify-write partial ones) ->
+//! compress + fingerprint in parallel -> in order: dedup lookup (a hit
+//! costs no NAND program), else foreground GC if space is short, then pack
+//! the stored bytes into an open block -> map the unit -> drop the old
+//! chunk's reference; at zero its bytes turn invalid in their block.
+//! TRIM unmaps whole units the same way. GC moves live chunks and updates
+//! the chunk store only, never the map.
+
+use serde::Serialize;
+
+use crate::config::{DriveConfig, Media};
+use crate::datapath::chunks::{ChunkStore, Extent};
+use crate::datapath::pipeline::{self, EncodedBatch, Encoder};
+use crate::error::{ConfigError, DriveError};
+use crate::ftl::map::L2pMap;
+use crate::ftl::space::{BlockState, Space};
+use crate::ftl::victim;
+use crate::nand::NandArray;
+use crate::units::{BlockId, ChunkId, Lba, Lpn, SECTOR_BYTES};
+
+/// Host-side and data-path counters (NAND ones live in the array).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Counters {
+    host_write_bytes: u64,
+    host_read_bytes: u64,
+    host_write_units: u64,
+    host_trim_units: u64,
+    dedup_hits: u64,
+    new_chunks: u64,
+    new_raw_bytes: u64,
+    new_stored_bytes: u64,
+    host_page_reads: u64,
+    gc_relocated_bytes: u64,
+    gc_relocated_chunks: u64,
+    gc_page_reads: u64,
+    gc_victims: u64,
+}
+
+/// A snapshot of everything the drive counts, lifetime totals unless said.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Stats {
+    /// Bytes the host asked to write.
+    pub host_write_bytes: u64,
+    /// Bytes the host read.
+    pub host_read_bytes: u64,
+    /// Units written (partial units count once).
+    pub host_write_units: u64,
+    /// Units unmapped by TRIM.
+    pub host_trim_units: u64,
+    /// Unit writes whose content was already stored (no NAND program).
+    pub dedup_hits: u64,
+    /// Unit writes that created a new chunk.
+    pub new_chunks: u64,
+    /// Pages programmed, host data and GC relocation together.
+    pub nand_pages_programmed: u64,
+    /// `nand_pages_programmed` x page size (SMART 233 style).
+    pub nand_bytes_programmed: u64,
+    /// Pages read, host and GC.
+    pub nand_pages_read: u64,
+    /// Pages read on behalf of host reads.
+    pub host_page_reads: u64,
+    /// Stored bytes GC moved.
+    pub gc_relocated_bytes: u64,
+    /// Chunks GC moved.
+    pub gc_relocated_chunks: u64,
+    /// Pages GC read from victims.
+    pub gc_page_reads: u64,
+    /// Blocks GC cleaned.
+    pub gc_victims: u64,
+    /// Block erases (GC and secure erase).
+    pub erases: u64,
+    /// Bytes of NAND left unused by block-tail and partial-page padding.
+    pub padding_bytes: u64,
+    /// NAND bytes programmed / host bytes written (0 before any write).
+    pub waf: f64,
+    /// Stored bytes / raw bytes of the chunks created (1 = no gain).
+    pub compression_ratio: f64,
+    /// New chunks / unit writes (1 = no duplicates).
+    pub dedup_ratio: f64,
+    /// Chunks currently stored.
+    pub live_chunks: u64,
+    /// Units currently mapped.
+    pub mapped_units: u64,
+    /// Stored bytes of the live chunks.
+    pub live_bytes: u64,
+    /// Erased blocks ready for writing.
+    pub free_blocks: u32,
+    /// Fewest P/E cycles of any block.
+    pub pe_min: u32,
+    /// Mean P/E cycles.
+    pub pe_avg: f64,
+    /// Most P/E cycles of any block.
+    pub pe_max: u32,
+}
+
+fn ratio(num: u64, den: u64) -> f64 {
+    if den == 0 {
+        0.0
+    } else {
+        num as f64 / den as f64
+    }
+}
+
+/// A simulated SSD.
+#[derive(Clone, Debug)]
+pub struct Drive {
+    config: DriveConfig,
+    nand: NandArray,
+    space: Space,
+    chunks: ChunkStore,
+    map: L2pMap,
+    encoder: Encoder,
+    counters: Counters,
+    /// Unit writes so far (host and GC): the age clock of cost-benefit GC.
+    clock: u64,
+}
+
+impl Drive {
+    /// A secure-erased drive built from a validated `config`.
+    pub fn new(config: DriveConfig) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let keep = config.media == Media::Memory;
+        Ok(Drive {
+            nand: NandArray::new(&config.geometry, config.media),
+            space: Space::new(&config.geometry, keep),
+            chunks: ChunkStore::new(config.dedup),
+            map: L2pMap::new(config.logical_units()),
+            encoder: Encoder {
+                unit_bytes: config.unit_bytes as usize,
+                compression: config.compression,
+                fingerprint: config.dedup,
+            },
+            counters: Counters::default(),
+            clock: 0,
+            config,
+        })
+    }
+
+    /// The drive's configuration.
+    pub fn config(&self) -> &DriveConfig {
+        &self.config
+    }
+
+    /// Host-visible capacity in sectors.
+    pub fn capacity_sectors(&self) -> u64 {
+        self.config.logical_sectors()
+    }
+
+    fn unit_sectors(&self) -> u64 {
+        u64::from(self.config.unit_bytes) / SECTOR_BYTES
+    }
+
+    fn keeps_data(&self) -> bool {
+        self.config.media == Media::Memory
+    }
+
+    /// Whether written bytes influence what is stored: false when
+    /// compression and dedup are off and no data is kept, so callers may
+    /// skip generating content.
+    pub fn needs_content(&self) -> bool {
+        self.config.compression || self.config.dedup || self.keeps_data()
+    }
+
+    fn check_range(&self, lba: Lba, sectors: u64) -> Result<(), DriveError> {
+        let end = lba.0.checked_add(sectors);
+        match end {
+            Some(end) if end <= self.capacity_sectors() => Ok(()),
+            _ => Err(DriveError::OutOfRange {
+                start: lba.0,
+                end: end.unwrap_or(u64::MAX),
+                capacity: self.capacity_sectors(),
+            }),
+        }
+    }
+
+    fn check_transfer(&self, lba: Lba, len: usize) -> Result<u64, DriveError> {
+        if len == 0 || len as u64 % SECTOR_BYTES != 0 {
+            return Err(DriveError::Misaligned { len, sector: SECTOR_BYTES });
+        }
+        let sectors = len as u64 / SECTOR_BYTES;
+        self.check_range(lba, sectors)?;
+        Ok(sectors)
+    }
+
+    /// Writes `data` (whole sectors) at `lba`.
+    pub fn write(&mut self, lba: Lba, data: &[u8]) -> Result<(), DriveError> {
+        self.write_batch(&[(lba, data)])
+    }
+
+    /// Writes several requests as one batch: the same result as writing
+    /// them one by one in order, but units of the whole batch are
+    /// compressed and hashed in parallel. All requests are validated before
+    /// any is applied.
+    pub fn write_batch(&mut self, requests: &[(Lba, &[u8])]) -> Result<(), DriveError> {
+        let us = self.unit_sectors();
+        let mut written_before: Vec<u64> = Vec::new();
+        for (lba, data) in requests {
+            let sectors = self.check_transfer(*lba, data.len())?;
+            if !self.keeps_data() {
+                // A partial unit needs its old bytes unless it was never written.
+                let (first, end) = (lba.0, lba.0 + sectors);
+                for lpn in first / us..end.div_ceil(us) {
+                    let whole = lpn * us >= first && (lpn + 1) * us <= end;
+                    if !whole && (self.map.get(Lpn(lpn)).is_some() || written_before.contains(&lpn)) {
+                        return Err(DriveError::NoData { what: "a write of part of a written unit" });
+                    }
+                }
+                if requests.len() > 1 {
+                    written_before.extend(first / us..end.div_ceil(us));
+                }
+            }
+        }
+        let unit = self.config.unit_bytes as usize;
+        let mut pending: Vec<(Lpn, &[u8])> = Vec::new();
+        for (lba, data) in requests {
+            self.counters.host_write_bytes += data.len() as u64;
+            let (first, end) = (lba.0, lba.0 + data.len() as u64 / SECTOR_BYTES);
+            for lpn in first / us..end.div_ceil(us) {
+                let (ustart, uend) = (lpn * us, (lpn + 1) * us);
+                if ustart >= first && uend <= end {
+                    let off = ((ustart - first) * SECTOR_BYTES) as usize;
+                    pending.push((Lpn(lpn), &data[off..off + unit]));
+                } else {
+                    // Read-modify-write: earlier units of the batch must land first.
+                    self.commit(&pending)?;
+                    pending.clear();
+                    let mut merged = self.read_unit(Lpn(lpn))?;
+                    let lo = ustart.max(first);
+                    let hi = uend.min(end);
+                    let dst = ((lo - ustart) * SECTOR_BYTES) as usize;
+                    let src = ((lo - first) * SECTOR_BYTES) as usize;
+                    let n = ((hi - lo) * SECTOR_BYTES) as usize;
+                    merged[dst..dst + n].copy_from_slice(&data[src..src + n]);
+                    self.commit(&[(Lpn(lpn), &merged)])?;
+                }
+            }
+        }
+        self.commit(&pending)
+    }
+
+    /// Stores whole units in order: encode in parallel, then dedup, place
+    /// and map one by one.
+    fn commit(&mut self, units: &[(Lpn, &[u8])]) -> Result<(), DriveError> {
+        if units.is_empty() {
+            return Ok(());
+        }
+        let raw: Vec<&[u8]> = units.iter().map(|(_, d)| *d).collect();
+        let mut batch = EncodedBatch::default();
+        self.encoder.encode(&raw, &mut batch);
+        for (i, (lpn, data)) in units.iter().enumerate() {
+            let enc = batch.units()[i];
+            self.clock += 1;
+            self.counters.host_write_units += 1;
+            let id = match self.chunks.find(&enc.fingerprint) {
+                Some(id) => {
+                    self.chunks.incref(id);
+                    self.counters.dedup_hits += 1;
+                    id
+                }
+                None => {
+                    self.foreground_gc()?;
+                    let stored = self.keeps_data().then(|| batch.stored(i, data));
+                    let id = self.place_new(enc.fingerprint, enc.len, stored)?;
+                    self.counters.new_chunks += 1;
+                    self.counters.new_raw_bytes += data.len() as u64;
+                    self.counters.new_stored_bytes += u64::from(enc.len);
+                    id
+                }
+            };
+            if let Some(old) = self.map.set(*lpn, Some(id)) {
+                self.release(old);
+            }
+        }
+        Ok(())
+    }
+
+    fn place_new(
+        &mut self,
+        fp: crate::units::Fingerprint,
+        len: u32,
+        stored: Option<&[u8]>,
+    ) -> Result<ChunkId, DriveError> {
+        let placeholder = Extent { block: BlockId(0), offset: 0, len };
+        let id = self.chunks.insert(fp, placeholder).ok_or(DriveError::ChunkTableFull(self.chunks.live()))?;
+        match self.space.append(&mut self.nand, id, len, stored, self.clock) {
+            Ok(extent) => {
+                self.chunks.relocate(id, extent);
+                Ok(id)
+            }
+            Err(e) => {
+                // Never placed: forget it without touching any block.
+                self.chunks.decref(id);
+                Err(e)
+            }
+        }
+    }
+
+    /// Drops one reference to `chunk`; at zero its bytes turn invalid.
+    fn release(&mut self, chunk: ChunkId) {
+        if let Some(extent) = self.chunks.decref(chunk) {
+            self.space.invalidate(extent);
+        }
+    }
+
+    /// The current content of one unit (zeros when unmapped).
+    fn read_unit(&mut self, lpn: Lpn) -> Result<Vec<u8>, DriveError> {
+        let mut out = vec![0u8; self.config.unit_bytes as usize];
+        if let Some(id) = self.map.get(lpn) {
+            let mut pages = Vec::new();
+            let mut scratch = Vec::new();
+            self.fetch(id, &mut out, &mut pages, &mut scratch)?;
+            self.nand.count_reads(pages.len() as u64);
+            self.counters.host_page_reads += pages.len() as u64;
+        }
+        Ok(out)
+    }
+
+    /// Decodes chunk `id` into `out`, noting the NAND pages it needed.
+    fn fetch(
+        &self,
+        id: ChunkId,
+        out: &mut [u8],
+        pages: &mut Vec<(u32, u32)>,
+        scratch: &mut Vec<u8>,
+    ) -> Result<(), DriveError> {
+        let extent = self.chunks.get(id).extent;
+        self.space.nand_pages(&self.nand, extent, pages);
+        if !self.keeps_data() {
+            return Err(DriveError::NoData { what: "a read of a written unit" });
+        }
+        scratch.clear();
+        self.space.read_extent(&self.nand, extent, scratch)?;
+        pipeline::decode(scratch, out).map_err(|reason| DriveError::Corrupt { chunk: id.index(), reason })
+    }
+
+    /// Reads `sectors` sectors from `lba`. Unmapped units read as zeros and
+    /// cost no NAND read; each distinct NAND page a request touches costs
+    /// one page read.
+    pub fn read(&mut self, lba: Lba, sectors: u64) -> Result<Vec<u8>, DriveError> {
+        if sectors == 0 {
+            return Err(DriveError::Misaligned { len: 0, sector: SECTOR_BYTES });
+        }
+        self.check_range(lba, sectors)?;
+        let len = usize::try_from(sectors * SECTOR_BYTES)
+            .map_err(|_| DriveError::OutOfRange { start: lba.0, end: lba.0 + sectors, capacity: self.capacity_sectors() })?;
+        let us = self.unit_sectors();
+        let unit = self.config.unit_bytes as usize;
+        let (first, end) = (lba.0, lba.0 + sectors);
+        if !self.keeps_data() && (first / us..end.div_ceil(us)).any(|l| self.map.get(Lpn(l)).is_some()) {
+            return Err(DriveError::NoData { what: "a read of a written unit" });
+        }
+        let mut out = vec![0u8; len];
+        let mut pages = Vec::new();
+        let mut scratch = Vec::new();
+        let mut unit_buf = vec![0u8; unit];
+        for lpn in first / us..end.div_ceil(us) {
+            let Some(id) = self.map.get(Lpn(lpn)) else { continue };
+            let (ustart, uend) = (lpn * us, (lpn + 1) * us);
+            let lo = ustart.max(first);
+            let hi = uend.min(end);
+            let dst = ((lo - first) * SECTOR_BYTES) as usize;
+            let n = ((hi - lo) * SECTOR_BYTES) as usize;
+            if lo == ustart && hi == uend {
+                self.fetch(id, &mut out[dst..dst + n], &mut pages, &mut scratch)?;
+            } else {
+                self.fetch(id, &mut unit_buf, &mut pages, &mut scratch)?;
+                let src = ((lo - ustart) * SECTOR_BYTES) as usize;
+                out[dst..dst + n].copy_from_slice(&unit_buf[src..src + n]);
+            }
+        }
+        pages.sort_unstable();
+        pages.dedup();
+        self.nand.count_reads(pages.len() as u64);
+        self.counters.host_page_reads += pages.len() as u64;
+        self.counters.host_read_bytes += len as u64;
+        Ok(out)
+    }
+
+    /// TRIMs `(lba, sectors)` ranges. Every range is checked before any is
+    /// applied. Only whole units are unmapped: a unit partly covered keeps
+    /// its data (TRIM is advisory, and zeroing part of a unit would cost a
+    /// read-modify-write program). Returns the units unmapped.
+    pub fn trim(&mut self, ranges: &[(Lba, u64)]) -> Result<u64, DriveError> {
+        for (lba, sectors) in ranges {
+            self.check_range(*lba, *sectors)?;
+        }
+        let us = self.unit_sectors();
+        let mut unmapped = 0;
+        for (lba, sectors) in ranges {
+            let (first, end) = (lba.0.div_ceil(us), (lba.0 + sectors) / us);
+            for lpn in first..end.max(first) {
+                if let Some(old) = self.map.set(Lpn(lpn), None) {
+                    self.release(old);
+                    unmapped += 1;
+                }
+            }
+        }
+        self.counters.host_trim_units += unmapped;
+        Ok(unmapped)
+    }
+
+    /// Runs GC while free blocks are under the low watermark.
+    fn foreground_gc(&mut self) -> Result<(), DriveError> {
+        while self.space.free_blocks() < self.config.gc.low_watermark {
+            if !self.collect_one()? {
+                return Err(DriveError::NoSpace(format!(
+                    "{} free blocks and no block with reclaimable space",
+                    self.space.free_blocks()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Idle-time GC: cleans blocks until the high watermark of free blocks
+    /// is reached or nothing is reclaimable. Returns the blocks cleaned.
+    pub fn idle_gc(&mut self) -> Result<u32, DriveError> {
+        let mut cleaned = 0;
+        while self.space.free_blocks() < self.config.gc.high_watermark && self.collect_one()? {
+            cleaned += 1;
+        }
+        Ok(cleaned)
+    }
+
+    /// Cleans one victim chosen by the configured policy. False when no
+    /// sealed block has reclaimable space.
+    fn collect_one(&mut self) -> Result<bool, DriveError> {
+        let Some(victim) = victim::choose(self.config.gc.policy, self.space.sealed_views(self.clock)) else {
+            return Ok(false);
+        };
+        let summary = self.space.take_summary(victim);
+        let mut pages = Vec::new();
+        let mut bytes = Vec::new();
+        for &id in &summary {
+            let chunk = *self.chunks.get(id);
+            if chunk.refs == 0 || chunk.extent.block != victim {
+                continue; // stale entry: freed, or already moved
+            }
+            let old = chunk.extent;
+            self.space.nand_pages(&self.nand, old, &mut pages);
+            let data = if self.keeps_data() {
+                bytes.clear();
+                self.space.read_extent(&self.nand, old, &mut bytes)?;
+                Some(&bytes[..])
+            } else {
+                None
+            };
+            self.clock += 1;
+            let new = self.space.append(&mut self.nand, id, old.len, data, self.clock)?;
+            self.chunks.relocate(id, new);
+            self.space.invalidate(old);
+            self.counters.gc_relocated_bytes += u64::from(old.len);
+            self.counters.gc_relocated_chunks += 1;
+        }
+        pages.sort_unstable();
+        pages.dedup();
+        self.nand.count_reads(pages.len() as u64);
+        self.counters.gc_page_reads += pages.len() as u64;
+        self.counters.gc_victims += 1;
+        self.space.erase(&mut self.nand, victim, summary);
+        Ok(true)
+    }
+
+    /// ATA secure erase: every written block erased, every mapping and
+    /// chunk gone. Lifetime counters (host, NAND, P/E) keep counting.
+    pub fn secure_erase(&mut self) {
+        self.space.secure_erase(&mut self.nand);
+        self.chunks.clear();
+        self.map.clear();
+    }
+
+    /// Space holding no data yet (free blocks and open-block tails).
+    pub fn unwritten_bytes(&self) -> u64 {
+        self.space.unwritten_bytes()
+    }
+
+    /// A snapshot of every counter.
+    pub fn stats(&self) -> Stats {
+        let c = &self.counters;
+        let n = self.nand.counters();
+        let page_bytes = u64::from(self.config.geometry.page_bytes);
+        let (mut pe_min, mut pe_max, mut pe_sum, mut blocks) = (u32::MAX, 0u32, 0u64, 0u64);
+        for pe in self.nand.pe_counts() {
+            pe_min = pe_min.min(pe);
+            pe_max = pe_max.max(pe);
+            pe_sum += u64::from(pe);
+            blocks += 1;
+        }
+        let live_bytes = self.chunks.iter_live().map(|(_, ch)| u64::from(ch.extent.len)).sum();
+        Stats {
+            host_write_bytes: c.host_write_bytes,
+            host_read_bytes: c.host_read_bytes,
+            host_write_units: c.host_write_units,
+            host_trim_units: c.host_trim_units,
+            dedup_hits: c.dedup_hits,
+            new_chunks: c.new_chunks,
+            nand_pages_programmed: n.pages_programmed,
+            nand_bytes_programmed: n.pages_programmed * page_bytes,
+            nand_pages_read: n.pages_read,
+            host_page_reads: c.host_page_reads,
+            gc_relocated_bytes: c.gc_relocated_bytes,
+            gc_relocated_chunks: c.gc_relocated_chunks,
+            gc_page_reads: c.gc_page_reads,
+            gc_victims: c.gc_victims,
+            erases: n.erases,
+            padding_bytes: self.space.counters().padding_bytes,
+            waf: ratio(n.pages_programmed * page_bytes, c.host_write_bytes),
+            compression_ratio: ratio(c.new_stored_bytes, c.new_raw_bytes),
+            dedup_ratio: ratio(c.new_chunks, c.host_write_units),
+            live_chunks: self.chunks.live() as u64,
+            mapped_units: self.map.mapped(),
+            live_bytes,
+            free_blocks: self.space.free_blocks(),
+            pe_min: if blocks == 0 { 0 } else { pe_min },
+            pe_avg: ratio(pe_sum, blocks),
+            pe_max,
+        }
+    }
+
+    /// Checks every structural invariant, returning the first violation:
+    /// reference counts equal live map entries; map entries point at live
+    /// chunks; each block's live bytes equal the sum of its live extents;
+    /// no two live extents overlap and each lies in written space of a
+    /// non-free block whose summary lists it; free-block accounting adds
+    /// up; the dedup index holds exactly the live chunks; and with memory
+    /// media every live chunk decodes to content with its fingerprint.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut refs = vec![0u32; self.chunks.iter_live().map(|(id, _)| id.index() + 1).max().unwrap_or(0)];
+        for (lpn, entry) in self.map.iter().enumerate() {
+            if let Some(id) = entry {
+                match refs.get_mut(id.index()) {
+                    Some(r) => *r += 1,
+                    None => return Err(format!("unit {lpn} maps to dead chunk {}", id.index())),
+                }
+            }
+        }
+        let blocks = self.config.geometry.total_blocks() as usize;
+        let mut live = vec![0u64; blocks];
+        let mut extents: Vec<Vec<(u32, u32)>> = vec![Vec::new(); blocks];
+        let mut unit = vec![0u8; self.config.unit_bytes as usize];
+        let mut scratch = Vec::new();
+        let mut pages = Vec::new();
+        for (id, chunk) in self.chunks.iter_live() {
+            if refs[id.index()] != chunk.refs {
+                return Err(format!(
+                    "chunk {} has refcount {} but {} map entries",
+                    id.index(),
+                    chunk.refs,
+                    refs[id.index()]
+                ));
+            }
+            let e = chunk.extent;
+            let b = e.block.0 as usize;
+            if b >= blocks || self.space.state(e.block) == BlockState::Free {
+                return Err(format!("chunk {} lies in free or missing block {}", id.index(), e.block.0));
+            }
+            if e.offset + e.len > self.space.written_bytes(e.block) {
+                return Err(format!("chunk {} extends past the written part of block {}", id.index(), b));
+            }
+            if !self.space.summary(e.block).contains(&id) {
+                return Err(format!("chunk {} is missing from block {}'s summary", id.index(), b));
+            }
+            live[b] += u64::from(e.len);
+            extents[b].push((e.offset, e.len));
+            if self.keeps_data() {
+                self.fetch(id, &mut unit, &mut pages, &mut scratch).map_err(|e| e.to_string())?;
+                if self.config.dedup && crate::units::Fingerprint::of(&unit) != chunk.fingerprint {
+                    return Err(format!("chunk {} content does not match its fingerprint", id.index()));
+                }
+            }
+        }
+        for (b, ext) in extents.iter_mut().enumerate() {
+            let block = BlockId(b as u32);
+            if u64::from(self.space.live_bytes(block)) != live[b] {
+                return Err(format!(
+                    "block {b} counts {} live bytes, its live chunks hold {}",
+                    self.space.live_bytes(block),
+                    live[b]
+                ));
+            }
+            ext.sort_unstable();
+            if ext.windows(2).any(|w| w[0].0 + w[0].1 > w[1].0) {
+                return Err(format!("block {b} has overlapping live chunks"));
+            }
+        }
+        self.space.check(&self.nand)?;
+        self.chunks.check_index()
+    }
+}

@@ -1,0 +1,169 @@
+//! The write pipeline's parallel half: compress (lz4_flex) and fingerprint
+//! (blake3) each 4 KiB unit of a batch, with rayon.
+//!
+//! Pure per unit, so the result is identical whatever the thread count; the
+//! order-dependent half (dedup, placement, mapping) runs after it, in order,
+//! in the controller. A unit whose compressed form is not smaller than the
+//! unit is stored raw.
+
+use rayon::prelude::*;
+
+use crate::units::Fingerprint;
+
+/// Batches smaller than this are encoded on the calling thread: rayon's
+/// hand-off costs more than it saves on a few units.
+const PARALLEL_MIN_UNITS: usize = 8;
+
+/// How units are encoded.
+#[derive(Clone, Copy, Debug)]
+pub struct Encoder {
+    /// Bytes in one unit.
+    pub unit_bytes: usize,
+    /// Compress with lz4.
+    pub compression: bool,
+    /// Compute fingerprints (needed only for dedup).
+    pub fingerprint: bool,
+}
+
+/// The encoded form of one unit.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EncodedUnit {
+    /// Fingerprint of the raw unit (zero when fingerprints are off).
+    pub fingerprint: Fingerprint,
+    /// Stored length in bytes; equal to the unit size when stored raw.
+    pub len: u32,
+}
+
+/// Reusable output buffers for a batch: one slot of `stride` bytes a unit.
+#[derive(Debug, Default)]
+pub struct EncodedBatch {
+    arena: Vec<u8>,
+    stride: usize,
+    units: Vec<EncodedUnit>,
+}
+
+impl EncodedBatch {
+    /// Encoded units, in input order.
+    pub fn units(&self) -> &[EncodedUnit] {
+        &self.units
+    }
+
+    /// The stored bytes of unit `i`: its compressed form, or `raw` itself
+    /// when it is stored raw.
+    pub fn stored<'a>(&'a self, i: usize, raw: &'a [u8]) -> &'a [u8] {
+        let len = self.units[i].len as usize;
+        if len == raw.len() {
+            raw
+        } else {
+            &self.arena[i * self.stride..i * self.stride + len]
+        }
+    }
+}
+
+impl Encoder {
+    /// Encodes `units` (each exactly `unit_bytes` long) into `out`.
+    pub fn encode(&self, units: &[&[u8]], out: &mut EncodedBatch) {
+        let stride = if self.compression { lz4_flex::block::get_maximum_output_size(self.unit_bytes) } else { 0 };
+        out.stride = stride;
+        out.arena.resize(units.len() * stride, 0);
+        out.units.clear();
+        out.units.resize(units.len(), EncodedUnit::default());
+        let serial = units.len() < PARALLEL_MIN_UNITS;
+        if stride == 0 {
+            // No compression: only fingerprints, and no arena.
+            let work = |(unit, enc): (&&[u8], &mut EncodedUnit)| *enc = self.encode_one(unit, &mut []);
+            if serial || !self.fingerprint {
+                units.iter().zip(out.units.iter_mut()).for_each(work);
+            } else {
+                units.par_iter().zip(out.units.par_iter_mut()).for_each(work);
+            }
+            return;
+        }
+        let work = |((unit, slot), enc): ((&&[u8], &mut [u8]), &mut EncodedUnit)| *enc = self.encode_one(unit, slot);
+        if serial {
+            units.iter().zip(out.arena.chunks_mut(stride)).zip(out.units.iter_mut()).for_each(work);
+        } else {
+            units
+                .par_iter()
+                .zip(out.arena.par_chunks_mut(stride))
+                .zip(out.units.par_iter_mut())
+                .for_each(work);
+        }
+    }
+
+    fn encode_one(&self, unit: &[u8], slot: &mut [u8]) -> EncodedUnit {
+        debug_assert_eq!(unit.len(), self.unit_bytes, "pipeline input must be whole units");
+        let fingerprint = if self.fingerprint { Fingerprint::of(unit) } else { Fingerprint::default() };
+        let mut len = unit.len();
+        if self.compression {
+            // The slot is sized by get_maximum_output_size, so this cannot fail.
+            if let Ok(n) = lz4_flex::block::compress_into(unit, slot) {
+                if n < unit.len() {
+                    len = n;
+                }
+            }
+        }
+        EncodedUnit { fingerprint, len: len as u32 }
+    }
+}
+
+/// Restores a unit from its stored bytes into `out` (one unit long).
+pub fn decode(stored: &[u8], out: &mut [u8]) -> Result<(), String> {
+    if stored.len() == out.len() {
+        out.copy_from_slice(stored);
+        return Ok(());
+    }
+    match lz4_flex::block::decompress_into(stored, out) {
+        Ok(n) if n == out.len() => Ok(()),
+        Ok(n) => Err(format!("decompressed to {n} bytes, expected {}", out.len())),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compressible_units_shrink_and_round_trip() {
+        let enc = Encoder { unit_bytes: 4096, compression: true, fingerprint: true };
+        let zeros = vec![0u8; 4096];
+        let mut noise = vec![0u8; 4096];
+        let mut x = 0x9e3779b97f4a7c15u64;
+        for b in noise.iter_mut() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *b = x as u8;
+        }
+        let units: Vec<&[u8]> = vec![&zeros, &noise, &zeros];
+        let mut out = EncodedBatch::default();
+        enc.encode(&units, &mut out);
+        assert!(out.units()[0].len < 100);
+        assert_eq!(out.units()[1].len, 4096, "incompressible stored raw");
+        assert_eq!(out.units()[0].fingerprint, out.units()[2].fingerprint);
+        assert_ne!(out.units()[0].fingerprint, out.units()[1].fingerprint);
+        for (i, raw) in units.iter().enumerate() {
+            let mut back = vec![1u8; 4096];
+            decode(out.stored(i, raw), &mut back).unwrap();
+            assert_eq!(&back[..], *raw);
+        }
+        assert!(decode(&[0xff, 0xff], &mut [0u8; 4096]).is_err());
+    }
+
+    #[test]
+    fn parallel_and_serial_encoding_agree() {
+        let data: Vec<Vec<u8>> = (0..64u32).map(|i| (0..4096u32).map(|j| ((i * j) >> 3) as u8).collect()).collect();
+        let units: Vec<&[u8]> = data.iter().map(|v| &v[..]).collect();
+        let enc = Encoder { unit_bytes: 4096, compression: true, fingerprint: true };
+        let mut par = EncodedBatch::default();
+        enc.encode(&units, &mut par);
+        for (i, u) in units.iter().enumerate() {
+            let mut one = EncodedBatch::default();
+            enc.encode(&[u], &mut one);
+            assert_eq!(one.units()[0].len, par.units()[i].len);
+            assert_eq!(one.units()[0].fingerprint, par.units()[i].fingerprint);
+            assert_eq!(one.stored(0, u), par.stored(i, u));
+        }
+    }
+}

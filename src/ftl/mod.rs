@@ -1,0 +1,7 @@
+//! The flash translation layer's parts: the logical map, the physical
+//! space (block states, open blocks, packing) and GC victim policies.
+//! The controller composes them; each is usable and testable alone.
+
+pub mod map;
+pub mod space;
+pub mod victim;

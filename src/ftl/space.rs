@@ -1,0 +1,403 @@
+//! Physical space: which blocks are free, open or sealed, how chunks are
+//! packed into pages, and how many live bytes each block holds.
+//!
+//! Packing: chunks are appended back to back into one open block per die,
+//! so a compressed chunk may straddle a page boundary (a read of it then
+//! costs two page reads) but never a block boundary: when a chunk does not
+//! fit a block's tail, the tail is left as padding and the block is sealed.
+//! A page is programmed when it fills; until then its bytes sit in the
+//! controller's page buffer, from which reads are served. After each full
+//! page the write point moves to the next die, so consecutive data is
+//! striped page by page across dies.
+//!
+//! Owns block states and per-block live bytes; the chunk store owns which
+//! chunk is where, and each block keeps a summary of the chunk ids written
+//! to it (like a real FTL's out-of-band area) so GC can find them.
+
+use std::collections::VecDeque;
+
+use crate::config::Geometry;
+use crate::datapath::chunks::Extent;
+use crate::error::{DriveError, NandError};
+use crate::ftl::victim::BlockView;
+use crate::nand::NandArray;
+use crate::units::{BlockId, ChunkId};
+
+/// Life-cycle state of a block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockState {
+    /// Erased and waiting in its die's free list.
+    Free,
+    /// Taking appends on its die.
+    Open,
+    /// Full (or padded); a GC candidate.
+    Sealed,
+}
+
+#[derive(Clone, Debug)]
+struct BlockMeta {
+    state: BlockState,
+    /// Bytes of live chunks. Invariant: live_bytes <= written bytes.
+    live_bytes: u32,
+    sealed_seq: u64,
+    last_write: u64,
+    /// Chunk ids appended since the last erase (stale ones included).
+    summary: Vec<ChunkId>,
+}
+
+#[derive(Clone, Debug)]
+struct OpenBlock {
+    block: BlockId,
+    /// Bytes appended so far. Invariant: <= block bytes.
+    write_point: u32,
+    /// Bytes of the page being filled (memory media only).
+    page_buf: Vec<u8>,
+}
+
+/// Space accounting totals.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SpaceCounters {
+    /// Bytes left unused where a chunk did not fit a block's tail, or a
+    /// partial page was programmed on seal.
+    pub padding_bytes: u64,
+}
+
+/// Block states, free lists and open blocks of the whole array.
+#[derive(Clone, Debug)]
+pub struct Space {
+    page_bytes: u32,
+    block_bytes: u32,
+    blocks_per_die: u32,
+    keep_data: bool,
+    meta: Vec<BlockMeta>,
+    free: Vec<VecDeque<BlockId>>,
+    free_count: u32,
+    open: Vec<Option<OpenBlock>>,
+    cursor: usize,
+    seal_seq: u64,
+    counters: SpaceCounters,
+}
+
+impl Space {
+    /// All blocks free, nothing open.
+    pub fn new(geometry: &Geometry, keep_data: bool) -> Self {
+        let dies = geometry.dies() as usize;
+        let meta = BlockMeta { state: BlockState::Free, live_bytes: 0, sealed_seq: 0, last_write: 0, summary: Vec::new() };
+        let free = (0..dies)
+            .map(|d| {
+                let first = d as u32 * geometry.blocks_per_die;
+                (first..first + geometry.blocks_per_die).map(BlockId).collect()
+            })
+            .collect();
+        Space {
+            page_bytes: geometry.page_bytes,
+            block_bytes: geometry.block_bytes() as u32,
+            blocks_per_die: geometry.blocks_per_die,
+            keep_data,
+            meta: vec![meta; geometry.total_blocks() as usize],
+            free,
+            free_count: geometry.total_blocks(),
+            open: vec![None; dies],
+            cursor: 0,
+            seal_seq: 0,
+            counters: SpaceCounters::default(),
+        }
+    }
+
+    /// Erased blocks not yet opened.
+    pub fn free_blocks(&self) -> u32 {
+        self.free_count
+    }
+
+    /// Padding and other space totals.
+    pub fn counters(&self) -> SpaceCounters {
+        self.counters
+    }
+
+    /// State of `block`.
+    pub fn state(&self, block: BlockId) -> BlockState {
+        self.meta[block.0 as usize].state
+    }
+
+    /// Live bytes in `block`.
+    pub fn live_bytes(&self, block: BlockId) -> u32 {
+        self.meta[block.0 as usize].live_bytes
+    }
+
+    /// Chunk ids appended to `block` since its last erase.
+    pub fn summary(&self, block: BlockId) -> &[ChunkId] {
+        &self.meta[block.0 as usize].summary
+    }
+
+    /// Bytes appended to `block` since its last erase: the write point of
+    /// an open block, the whole block once sealed, zero when free.
+    pub fn written_bytes(&self, block: BlockId) -> u32 {
+        match self.state(block) {
+            BlockState::Free => 0,
+            BlockState::Sealed => self.block_bytes,
+            BlockState::Open => self.open_of(block).map_or(0, |o| o.write_point),
+        }
+    }
+
+    /// Space that holds no data yet: free blocks plus the unwritten tails
+    /// of open blocks. The analytic WA models count it out of the
+    /// physical space.
+    pub fn unwritten_bytes(&self) -> u64 {
+        let tails: u64 = self.open.iter().flatten().map(|o| u64::from(self.block_bytes - o.write_point)).sum();
+        u64::from(self.free_count) * u64::from(self.block_bytes) + tails
+    }
+
+    /// Views of the sealed blocks, for a victim policy.
+    pub fn sealed_views(&self, now: u64) -> impl Iterator<Item = BlockView> + '_ {
+        self.meta.iter().enumerate().filter(|(_, m)| m.state == BlockState::Sealed).map(move |(i, m)| BlockView {
+            block: BlockId(i as u32),
+            live_bytes: m.live_bytes,
+            capacity_bytes: self.block_bytes,
+            sealed_seq: m.sealed_seq,
+            age: now.saturating_sub(m.last_write),
+        })
+    }
+
+    fn open_of(&self, block: BlockId) -> Option<&OpenBlock> {
+        let die = (block.0 / self.blocks_per_die) as usize;
+        self.open[die].as_ref().filter(|o| o.block == block)
+    }
+
+    /// Appends a chunk of `len` stored bytes (`data` with memory media),
+    /// programming pages as they fill. `now` is the write clock for
+    /// cost-benefit ages.
+    pub fn append(
+        &mut self,
+        nand: &mut NandArray,
+        chunk: ChunkId,
+        len: u32,
+        data: Option<&[u8]>,
+        now: u64,
+    ) -> Result<Extent, DriveError> {
+        debug_assert!(len > 0 && len <= self.block_bytes, "chunk length out of range");
+        let dies = self.open.len();
+        for _ in 0..dies {
+            let die = self.cursor;
+            if self.ensure_room(nand, die, len)? {
+                return self.append_at(nand, die, chunk, len, data, now);
+            }
+            self.cursor = (die + 1) % dies;
+        }
+        Err(DriveError::NoSpace(format!(
+            "no die has room for a {len}-byte chunk ({} free blocks)",
+            self.free_count
+        )))
+    }
+
+    /// Makes die `die`'s open block able to take `len` bytes, sealing a
+    /// too-full one and opening a free one. False when the die has no room.
+    fn ensure_room(&mut self, nand: &mut NandArray, die: usize, len: u32) -> Result<bool, NandError> {
+        if let Some(open) = &self.open[die] {
+            if self.block_bytes - open.write_point >= len {
+                return Ok(true);
+            }
+            self.seal(nand, die)?;
+        }
+        let Some(block) = self.free[die].pop_front() else {
+            return Ok(false);
+        };
+        self.free_count -= 1;
+        let m = &mut self.meta[block.0 as usize];
+        debug_assert_eq!(m.state, BlockState::Free, "opened block must be free");
+        m.state = BlockState::Open;
+        let page_buf = if self.keep_data { Vec::with_capacity(self.page_bytes as usize) } else { Vec::new() };
+        self.open[die] = Some(OpenBlock { block, write_point: 0, page_buf });
+        Ok(true)
+    }
+
+    fn append_at(
+        &mut self,
+        nand: &mut NandArray,
+        die: usize,
+        chunk: ChunkId,
+        len: u32,
+        data: Option<&[u8]>,
+        now: u64,
+    ) -> Result<Extent, DriveError> {
+        let page_bytes = self.page_bytes;
+        let open = self.open[die].as_mut().expect("ensure_room opened a block");
+        let block = open.block;
+        let offset = open.write_point;
+        let mut rest = data.unwrap_or(&[]);
+        let mut pos = offset;
+        let end = offset + len;
+        let mut programmed = false;
+        while pos < end {
+            let page_end = (pos / page_bytes + 1) * page_bytes;
+            let step = page_end.min(end) - pos;
+            if self.keep_data {
+                let (now_part, later) = rest.split_at(step as usize);
+                open.page_buf.extend_from_slice(now_part);
+                rest = later;
+            }
+            pos += step;
+            if pos == page_end {
+                nand.program(block, pos / page_bytes - 1, &open.page_buf)?;
+                open.page_buf.clear();
+                programmed = true;
+            }
+        }
+        open.write_point = end;
+        let m = &mut self.meta[block.0 as usize];
+        m.live_bytes += len;
+        m.last_write = now;
+        m.summary.push(chunk);
+        if end == self.block_bytes {
+            self.seal(nand, die)?;
+        }
+        if programmed {
+            self.cursor = (die + 1) % self.open.len();
+        }
+        Ok(Extent { block, offset, len })
+    }
+
+    /// Seals die `die`'s open block, programming a partial last page with
+    /// zero padding.
+    fn seal(&mut self, nand: &mut NandArray, die: usize) -> Result<(), NandError> {
+        let Some(mut open) = self.open[die].take() else {
+            return Ok(());
+        };
+        let in_page = open.write_point % self.page_bytes;
+        if in_page != 0 {
+            if self.keep_data {
+                open.page_buf.resize(self.page_bytes as usize, 0);
+            }
+            nand.program(open.block, open.write_point / self.page_bytes, &open.page_buf)?;
+            self.counters.padding_bytes += u64::from(self.page_bytes - in_page);
+        }
+        let unwritten_pages = (self.block_bytes - open.write_point) / self.page_bytes;
+        self.counters.padding_bytes += u64::from(unwritten_pages * self.page_bytes);
+        self.seal_seq += 1;
+        let m = &mut self.meta[open.block.0 as usize];
+        m.state = BlockState::Sealed;
+        m.sealed_seq = self.seal_seq;
+        Ok(())
+    }
+
+    /// Marks `extent`'s bytes dead (its chunk was freed or moved).
+    pub fn invalidate(&mut self, extent: Extent) {
+        let m = &mut self.meta[extent.block.0 as usize];
+        debug_assert!(m.live_bytes >= extent.len, "invalidating more bytes than are live");
+        m.live_bytes -= extent.len;
+    }
+
+    /// Appends the stored bytes of `extent` to `out` (memory media only):
+    /// from NAND for programmed pages, from the page buffer otherwise.
+    pub fn read_extent(&self, nand: &NandArray, extent: Extent, out: &mut Vec<u8>) -> Result<(), NandError> {
+        let programmed = nand.programmed_pages(extent.block);
+        let mut pos = extent.offset;
+        let end = extent.offset + extent.len;
+        while pos < end {
+            let page = pos / self.page_bytes;
+            let page_start = page * self.page_bytes;
+            let take_end = (page_start + self.page_bytes).min(end);
+            let (from, to) = ((pos - page_start) as usize, (take_end - page_start) as usize);
+            if page < programmed {
+                if let Some(bytes) = nand.page(extent.block, page)? {
+                    out.extend_from_slice(&bytes[from..to]);
+                }
+            } else if let Some(open) = self.open_of(extent.block) {
+                out.extend_from_slice(&open.page_buf[from..to]);
+            } else {
+                return Err(NandError::ReadUnprogrammed { block: extent.block.0, page });
+            }
+            pos = take_end;
+        }
+        Ok(())
+    }
+
+    /// Pages of NAND that a read of `extent` must sense (pages still in the
+    /// page buffer cost none), pushed as `(block, page)` pairs.
+    pub fn nand_pages(&self, nand: &NandArray, extent: Extent, out: &mut Vec<(u32, u32)>) {
+        let (first, last) = extent.pages(self.page_bytes);
+        let programmed = nand.programmed_pages(extent.block);
+        out.extend((first..=last).filter(|p| *p < programmed).map(|p| (extent.block.0, p)));
+    }
+
+    /// Takes the summary of a sealed victim out for GC.
+    pub fn take_summary(&mut self, block: BlockId) -> Vec<ChunkId> {
+        std::mem::take(&mut self.meta[block.0 as usize].summary)
+    }
+
+    /// Erases a block whose live chunks are all gone, returning it to its
+    /// die's free list. `summary` hands back the (emptied) summary buffer.
+    pub fn erase(&mut self, nand: &mut NandArray, block: BlockId, mut summary: Vec<ChunkId>) {
+        let m = &mut self.meta[block.0 as usize];
+        debug_assert_eq!(m.live_bytes, 0, "erasing a block with live data");
+        debug_assert_eq!(m.state, BlockState::Sealed, "erasing a block that is not sealed");
+        summary.clear();
+        m.summary = summary;
+        m.state = BlockState::Free;
+        m.live_bytes = 0;
+        nand.erase(block);
+        let die = (block.0 / self.blocks_per_die) as usize;
+        self.free[die].push_back(block);
+        self.free_count += 1;
+    }
+
+    /// Erases every block that holds anything and empties all state
+    /// (secure erase). Free blocks are already erased and stay as they are.
+    pub fn secure_erase(&mut self, nand: &mut NandArray) {
+        for die in 0..self.open.len() {
+            if let Some(open) = self.open[die].take() {
+                self.meta[open.block.0 as usize].state = BlockState::Sealed;
+            }
+        }
+        for i in 0..self.meta.len() {
+            let block = BlockId(i as u32);
+            if self.meta[i].state == BlockState::Sealed {
+                if nand.programmed_pages(block) > 0 {
+                    nand.erase(block);
+                }
+                let m = &mut self.meta[i];
+                m.state = BlockState::Free;
+                m.live_bytes = 0;
+                m.summary.clear();
+                let die = (block.0 / self.blocks_per_die) as usize;
+                self.free[die].push_back(block);
+                self.free_count += 1;
+            }
+        }
+        self.cursor = 0;
+    }
+
+    /// Checks free-list and state accounting; returns the first fault.
+    pub fn check(&self, nand: &NandArray) -> Result<(), String> {
+        let listed: usize = self.free.iter().map(VecDeque::len).sum();
+        let free_state = self.meta.iter().filter(|m| m.state == BlockState::Free).count();
+        if listed != self.free_count as usize || free_state != listed {
+            return Err(format!(
+                "free accounting: counter {}, listed {listed}, in Free state {free_state}",
+                self.free_count
+            ));
+        }
+        for (die, list) in self.free.iter().enumerate() {
+            for b in list {
+                if (b.0 / self.blocks_per_die) as usize != die || nand.programmed_pages(*b) != 0 {
+                    return Err(format!("free block {} is on die {die}'s list but not an erased block of it", b.0));
+                }
+            }
+        }
+        let open_state = self.meta.iter().filter(|m| m.state == BlockState::Open).count();
+        if open_state != self.open.iter().flatten().count() {
+            return Err(format!("{open_state} blocks in Open state, {} open slots", self.open.iter().flatten().count()));
+        }
+        for o in self.open.iter().flatten() {
+            let whole = o.write_point / self.page_bytes;
+            if nand.programmed_pages(o.block) != whole {
+                return Err(format!(
+                    "open block {}: write point {} but {} pages programmed",
+                    o.block.0,
+                    o.write_point,
+                    nand.programmed_pages(o.block)
+                ));
+            }
+        }
+        Ok(())
+    }
+}

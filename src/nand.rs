@@ -1,0 +1,172 @@
+//! The NAND array: erase-before-program, in-order page programs, per-block
+//! program/erase counts, and (with [`Media::Memory`]) the programmed bytes.
+//!
+//! Owns physical state only. It does not know what the bytes mean, which
+//! chunks are live or which block is a good victim: that is the FTL's.
+//! A broken rule returns [`NandError`]; the FTL must never cause one.
+
+use crate::config::{Geometry, Media};
+use crate::error::NandError;
+use crate::units::{BlockId, DieId};
+
+/// Physical state of one erase block.
+#[derive(Clone, Debug, Default)]
+struct Block {
+    /// Pages programmed since the last erase. Invariant: <= pages_per_block.
+    programmed: u32,
+    /// Erases this block has had.
+    pe_cycles: u32,
+    /// Programmed bytes (memory media only); len = programmed x page_bytes.
+    data: Vec<u8>,
+}
+
+/// Lifetime operation counts of the array.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NandCounters {
+    /// Pages programmed.
+    pub pages_programmed: u64,
+    /// Pages read.
+    pub pages_read: u64,
+    /// Blocks erased.
+    pub erases: u64,
+}
+
+/// The whole NAND array.
+#[derive(Clone, Debug)]
+pub struct NandArray {
+    geometry: Geometry,
+    keep_data: bool,
+    blocks: Vec<Block>,
+    counters: NandCounters,
+}
+
+impl NandArray {
+    /// A factory-fresh array (every block erased, no P/E cycles used).
+    pub fn new(geometry: &Geometry, media: Media) -> Self {
+        NandArray {
+            geometry: geometry.clone(),
+            keep_data: media == Media::Memory,
+            blocks: vec![Block::default(); geometry.total_blocks() as usize],
+            counters: NandCounters::default(),
+        }
+    }
+
+    /// The array's shape.
+    pub fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
+    /// The die a block sits on.
+    pub fn die_of(&self, block: BlockId) -> DieId {
+        DieId(block.0 / self.geometry.blocks_per_die)
+    }
+
+    /// Pages programmed in `block` since its last erase.
+    pub fn programmed_pages(&self, block: BlockId) -> u32 {
+        self.blocks[block.0 as usize].programmed
+    }
+
+    /// Erase count of `block`.
+    pub fn pe_cycles(&self, block: BlockId) -> u32 {
+        self.blocks[block.0 as usize].pe_cycles
+    }
+
+    /// Erase counts of every block, in block order.
+    pub fn pe_counts(&self) -> impl Iterator<Item = u32> + '_ {
+        self.blocks.iter().map(|b| b.pe_cycles)
+    }
+
+    /// Lifetime operation counts.
+    pub fn counters(&self) -> NandCounters {
+        self.counters
+    }
+
+    /// Programs `page` of `block` with `data` (ignored for metadata-only
+    /// media; when kept it must be one page long). Pages go in order.
+    pub fn program(&mut self, block: BlockId, page: u32, data: &[u8]) -> Result<(), NandError> {
+        let page_bytes = self.geometry.page_bytes as usize;
+        let pages = self.geometry.pages_per_block;
+        let keep = self.keep_data;
+        let b = &mut self.blocks[block.0 as usize];
+        if page != b.programmed || page >= pages {
+            return Err(NandError::OutOfOrderProgram { block: block.0, page, next: b.programmed });
+        }
+        if keep {
+            debug_assert_eq!(data.len(), page_bytes, "program data must be one page");
+            if b.data.capacity() == 0 {
+                b.data.reserve_exact(page_bytes * pages as usize);
+            }
+            b.data.extend_from_slice(data);
+        }
+        b.programmed += 1;
+        self.counters.pages_programmed += 1;
+        Ok(())
+    }
+
+    /// The bytes of a programmed page: `Some` with memory media, `None`
+    /// without. Does not count a read: callers count the page reads a
+    /// request needed with [`NandArray::count_reads`].
+    pub fn page(&self, block: BlockId, page: u32) -> Result<Option<&[u8]>, NandError> {
+        let page_bytes = self.geometry.page_bytes as usize;
+        let b = &self.blocks[block.0 as usize];
+        if page >= b.programmed {
+            return Err(NandError::ReadUnprogrammed { block: block.0, page });
+        }
+        if !self.keep_data {
+            return Ok(None);
+        }
+        let start = page as usize * page_bytes;
+        Ok(Some(&b.data[start..start + page_bytes]))
+    }
+
+    /// Counts `pages` page reads done on behalf of a host or GC request.
+    pub fn count_reads(&mut self, pages: u64) {
+        self.counters.pages_read += pages;
+    }
+
+    /// Erases `block`: every page programmable again, one more P/E cycle.
+    pub fn erase(&mut self, block: BlockId) {
+        let b = &mut self.blocks[block.0 as usize];
+        b.programmed = 0;
+        b.pe_cycles += 1;
+        b.data.clear();
+        b.data.shrink_to_fit();
+        self.counters.erases += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn geometry() -> Geometry {
+        Geometry { channels: 1, dies_per_channel: 2, blocks_per_die: 2, pages_per_block: 4, page_bytes: 512, pe_cycles: 10 }
+    }
+
+    #[test]
+    fn pages_program_in_order_and_erase_resets() {
+        let mut nand = NandArray::new(&geometry(), Media::Memory);
+        let page = vec![7u8; 512];
+        nand.program(BlockId(1), 0, &page).unwrap();
+        assert!(matches!(nand.program(BlockId(1), 2, &page), Err(NandError::OutOfOrderProgram { next: 1, .. })));
+        assert!(matches!(nand.program(BlockId(1), 0, &page), Err(NandError::OutOfOrderProgram { .. })));
+        assert_eq!(nand.page(BlockId(1), 0).unwrap().unwrap(), &page[..]);
+        assert!(nand.page(BlockId(1), 1).is_err());
+        for p in 1..4 {
+            nand.program(BlockId(1), p, &page).unwrap();
+        }
+        assert!(nand.program(BlockId(1), 4, &page).is_err(), "block full");
+        nand.erase(BlockId(1));
+        assert_eq!(nand.pe_cycles(BlockId(1)), 1);
+        nand.program(BlockId(1), 0, &page).unwrap();
+        assert_eq!(nand.counters().pages_programmed, 5);
+        assert_eq!(nand.die_of(BlockId(3)), DieId(1));
+    }
+
+    #[test]
+    fn metadata_only_keeps_no_bytes() {
+        let mut nand = NandArray::new(&geometry(), Media::MetadataOnly);
+        nand.program(BlockId(0), 0, &[]).unwrap();
+        assert_eq!(nand.page(BlockId(0), 0).unwrap(), None);
+    }
+}

@@ -1,0 +1,184 @@
+//! Address newtypes and byte sizes.
+//!
+//! Every address space has its own type so the compiler keeps them apart:
+//! [`Lba`] (512-byte host sectors), [`Lpn`] (4 KiB mapping units),
+//! [`BlockId`] / [`DieId`] (NAND), [`ChunkId`] (stored unit contents).
+//! [`ByteSize`] parses the sizes users type (`240GB`, `256GiB`, `4k`).
+
+use std::fmt;
+use std::num::NonZeroU32;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// Bytes in one host sector (the unit of [`Lba`]).
+pub const SECTOR_BYTES: u64 = 512;
+
+/// A host logical block address, in 512-byte sectors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Lba(pub u64);
+
+impl Lba {
+    /// The sector holding byte `offset`.
+    pub fn from_byte(offset: u64) -> Self {
+        Lba(offset / SECTOR_BYTES)
+    }
+
+    /// Byte offset of this sector.
+    pub fn byte(self) -> u64 {
+        self.0 * SECTOR_BYTES
+    }
+}
+
+/// A logical page number: the index of one mapping unit (4 KiB by default).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Lpn(pub u64);
+
+/// A NAND erase block, numbered across the whole array (die-major).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct BlockId(pub u32);
+
+/// A NAND die, numbered across all channels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct DieId(pub u32);
+
+/// A stored chunk (one unit's content, possibly shared by several LPNs).
+///
+/// Stored as index + 1 so `Option<ChunkId>` costs 4 bytes in the map.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ChunkId(NonZeroU32);
+
+impl ChunkId {
+    /// The chunk at table index `index`; `None` when the index cannot be
+    /// represented (more than `u32::MAX - 1` chunks).
+    pub fn from_index(index: usize) -> Option<Self> {
+        let raw = u32::try_from(index).ok()?.checked_add(1)?;
+        NonZeroU32::new(raw).map(ChunkId)
+    }
+
+    /// Position of this chunk in the chunk table.
+    pub fn index(self) -> usize {
+        (self.0.get() - 1) as usize
+    }
+}
+
+/// The first 16 bytes of a unit's blake3 hash: the dedup identity.
+///
+/// With n distinct units the chance that any two share a 128-bit prefix is
+/// about n^2 / 2^129: for a whole 240 GB drive (n = 5.9e7 units) that is
+/// 1e-23, far below the drive's own uncorrectable-error rate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Fingerprint(pub [u8; 16]);
+
+impl Fingerprint {
+    /// Fingerprint of `data`.
+    pub fn of(data: &[u8]) -> Self {
+        let hash = blake3::hash(data);
+        let mut fp = [0u8; 16];
+        fp.copy_from_slice(&hash.as_bytes()[..16]);
+        Fingerprint(fp)
+    }
+
+    /// The first 8 bytes as an integer: already uniformly distributed, so
+    /// it serves directly as a hash-table hash.
+    pub fn hash64(&self) -> u64 {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&self.0[..8]);
+        u64::from_le_bytes(b)
+    }
+}
+
+/// A byte count parsed from user input.
+///
+/// Accepts plain bytes (`4096`), SI suffixes (`240GB` = 240e9, `kB`, `MB`,
+/// `TB`), IEC suffixes (`256GiB` = 256 x 2^30, `KiB`, `MiB`, `TiB`) and fio
+/// style single letters (`4k` = 4096, `1m`, `2g`: 1024-based, as fio does).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ByteSize(pub u64);
+
+impl FromStr for ByteSize {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        let split = s
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(s.len());
+        let (num, suffix) = s.split_at(split);
+        if num.is_empty() {
+            return Err(format!("'{s}' is not a size (examples: 4096, 4k, 64MiB, 240GB)"));
+        }
+        let mult: u64 = match suffix.trim() {
+            "" | "b" | "B" => 1,
+            "k" | "K" | "KiB" | "kiB" => 1 << 10,
+            "m" | "M" | "MiB" => 1 << 20,
+            "g" | "G" | "GiB" => 1 << 30,
+            "t" | "T" | "TiB" => 1 << 40,
+            "kB" | "KB" => 1_000,
+            "MB" => 1_000_000,
+            "GB" => 1_000_000_000,
+            "TB" => 1_000_000_000_000,
+            other => {
+                return Err(format!(
+                    "unknown size suffix '{other}' in '{s}' (use B, k/KiB, KB, M/MiB, MB, G/GiB, GB, T/TiB, TB)"
+                ))
+            }
+        };
+        let value = if num.contains('.') {
+            let f: f64 = num
+                .parse()
+                .map_err(|_| format!("'{s}' is not a size (bad number '{num}')"))?;
+            let bytes = f * mult as f64;
+            if !bytes.is_finite() || bytes >= u64::MAX as f64 || bytes.fract() != 0.0 {
+                return Err(format!("'{s}' is not a whole number of bytes"));
+            }
+            bytes as u64
+        } else {
+            let n: u64 = num
+                .parse()
+                .map_err(|_| format!("'{s}' is too large"))?;
+            n.checked_mul(mult)
+                .ok_or_else(|| format!("'{s}' is too large"))?
+        };
+        Ok(ByteSize(value))
+    }
+}
+
+impl fmt::Display for ByteSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const UNITS: [(&str, u64); 4] = [("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+        for (name, size) in UNITS {
+            if self.0 >= size {
+                return write!(f, "{:.2} {name}", self.0 as f64 / size as f64);
+            }
+        }
+        write!(f, "{} B", self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_si_iec_and_fio_style() {
+        let p = |s: &str| s.parse::<ByteSize>().map(|b| b.0);
+        assert_eq!(p("4096"), Ok(4096));
+        assert_eq!(p("4k"), Ok(4096));
+        assert_eq!(p("240GB"), Ok(240_000_000_000));
+        assert_eq!(p("256GiB"), Ok(256 << 30));
+        assert_eq!(p("1.5MiB"), Ok(3 << 19));
+        assert!(p("12XB").is_err());
+        assert!(p("GB").is_err());
+        assert!(p("").is_err());
+        assert!(p("99999999999999999999T").is_err());
+        assert!(p("0.3").is_err());
+    }
+
+    #[test]
+    fn chunk_id_round_trips_and_rejects_overflow() {
+        assert_eq!(ChunkId::from_index(7).unwrap().index(), 7);
+        assert!(ChunkId::from_index(u32::MAX as usize).is_none());
+        assert_eq!(std::mem::size_of::<Option<ChunkId>>(), 4);
+    }
+}
