@@ -180,9 +180,7 @@ mod tests {
         assert!((lambert_w0(-1.0 / E).unwrap() + 1.0).abs() < 1e-7);
         assert_eq!(lambert_w0(-0.5), None);
         assert_eq!(lambert_w0(f64::NAN), None);
-        for &x in &[
-            -0.367_879, -0.36, -0.3, -0.1, 1e-9, 0.5, 2.0, 10.0, 1e6, 1e300,
-        ] {
+        for &x in &[-0.367_879, -0.36, -0.3, -0.1, 1e-9, 0.5, 2.0, 10.0, 1e6, 1e300] {
             let w = lambert_w0(x).unwrap();
             assert!(w >= -1.0);
             assert!(rel_err(w * w.exp(), x) < 1e-12, "x={x} w={w}");
@@ -194,10 +192,7 @@ mod tests {
         for &alpha in &[1.01, 1.07, 1.1, 1.2, 1.28, 2.0, 5.0] {
             let x = 1.0 - 1.0 / wa_fifo(alpha); // valid fraction of a victim
             assert!(x > 0.0 && x < 1.0);
-            assert!(
-                (x - (-alpha * (1.0 - x)).exp()).abs() < 1e-12,
-                "alpha={alpha}"
-            );
+            assert!((x - (-alpha * (1.0 - x)).exp()).abs() < 1e-12, "alpha={alpha}");
         }
         assert!(wa_fifo(1.1) > 5.6 && wa_fifo(1.1) < 5.7);
         assert_eq!(wa_fifo(1.0), f64::INFINITY);
@@ -248,10 +243,7 @@ mod tests {
             let j = b - b / wa_greedy_mean_field(alpha, np);
             let k = j.ceil();
             let lhs = (k - j) / k + (k as u32 + 1..=np).map(|i| 1.0 / f64::from(i)).sum::<f64>();
-            assert!(
-                (lhs - alpha * (b - j) / b).abs() < 1e-12,
-                "alpha={alpha} np={np}"
-            );
+            assert!((lhs - alpha * (b - j) / b).abs() < 1e-12, "alpha={alpha} np={np}");
         }
         assert_eq!(wa_greedy_mean_field(1.5, 1), 1.0); // one-page blocks never copy
         assert_eq!(wa_greedy_mean_field(1.0, 64), f64::INFINITY);
@@ -384,14 +376,8 @@ mod tests {
         for &(np, alpha) in &[(32u32, 1.1), (32, 1.2), (64, 1.1), (64, 1.2)] {
             let sim = simulate(1024, np as usize, alpha, true);
             let (d, m) = (wa_greedy(alpha, np), wa_greedy_mean_field(alpha, np));
-            assert!(
-                rel_err(d, sim) < 0.02,
-                "np={np} alpha={alpha}: {d} vs {sim}"
-            );
-            assert!(
-                rel_err(m, sim) < 0.02,
-                "np={np} alpha={alpha}: {m} vs {sim}"
-            );
+            assert!(rel_err(d, sim) < 0.02, "np={np} alpha={alpha}: {d} vs {sim}");
+            assert!(rel_err(m, sim) < 0.02, "np={np} alpha={alpha}: {m} vs {sim}");
         }
     }
 
@@ -399,10 +385,7 @@ mod tests {
     fn fifo_matches_monte_carlo() {
         for &alpha in &[1.1, 1.2] {
             let sim = simulate(1024, 64, alpha, false);
-            assert!(
-                rel_err(wa_fifo(alpha), sim) < 0.02,
-                "alpha={alpha}: vs {sim}"
-            );
+            assert!(rel_err(wa_fifo(alpha), sim) < 0.02, "alpha={alpha}: vs {sim}");
         }
     }
 }

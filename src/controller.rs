@@ -117,6 +117,8 @@ pub struct Drive {
     counters: Counters,
     /// Unit writes so far (host and GC): the age clock of cost-benefit GC.
     clock: u64,
+    /// Stored bytes of live chunks. Invariant: the sum of live extents.
+    live_bytes: u64,
 }
 
 impl Drive {
@@ -136,6 +138,7 @@ impl Drive {
             },
             counters: Counters::default(),
             clock: 0,
+            live_bytes: 0,
             config,
         })
     }
@@ -289,6 +292,7 @@ impl Drive {
         match self.space.append(&mut self.nand, id, len, stored, self.clock) {
             Ok(extent) => {
                 self.chunks.relocate(id, extent);
+                self.live_bytes += u64::from(len);
                 Ok(id)
             }
             Err(e) => {
@@ -303,6 +307,7 @@ impl Drive {
     fn release(&mut self, chunk: ChunkId) {
         if let Some(extent) = self.chunks.decref(chunk) {
             self.space.invalidate(extent);
+            self.live_bytes -= u64::from(extent.len);
         }
     }
 
@@ -345,8 +350,11 @@ impl Drive {
             return Err(DriveError::Misaligned { len: 0, sector: SECTOR_BYTES });
         }
         self.check_range(lba, sectors)?;
-        let len = usize::try_from(sectors * SECTOR_BYTES)
-            .map_err(|_| DriveError::OutOfRange { start: lba.0, end: lba.0 + sectors, capacity: self.capacity_sectors() })?;
+        let len = usize::try_from(sectors * SECTOR_BYTES).map_err(|_| DriveError::OutOfRange {
+            start: lba.0,
+            end: lba.0 + sectors,
+            capacity: self.capacity_sectors(),
+        })?;
         let us = self.unit_sectors();
         let unit = self.config.unit_bytes as usize;
         let (first, end) = (lba.0, lba.0 + sectors);
@@ -471,6 +479,22 @@ impl Drive {
         self.space.secure_erase(&mut self.nand);
         self.chunks.clear();
         self.map.clear();
+        self.live_bytes = 0;
+    }
+
+    /// Whether `lpn` maps to stored data. `lpn` must be below the unit count.
+    pub fn is_mapped(&self, lpn: Lpn) -> bool {
+        self.map.get(lpn).is_some()
+    }
+
+    /// Stored bytes of the live chunks.
+    pub fn live_bytes(&self) -> u64 {
+        self.live_bytes
+    }
+
+    /// Chunks currently stored.
+    pub fn live_chunks(&self) -> u64 {
+        self.chunks.live() as u64
     }
 
     /// Space holding no data yet (free blocks and open-block tails).
@@ -490,7 +514,6 @@ impl Drive {
             pe_sum += u64::from(pe);
             blocks += 1;
         }
-        let live_bytes = self.chunks.iter_live().map(|(_, ch)| u64::from(ch.extent.len)).sum();
         Stats {
             host_write_bytes: c.host_write_bytes,
             host_read_bytes: c.host_read_bytes,
@@ -513,7 +536,7 @@ impl Drive {
             dedup_ratio: ratio(c.new_chunks, c.host_write_units),
             live_chunks: self.chunks.live() as u64,
             mapped_units: self.map.mapped(),
-            live_bytes,
+            live_bytes: self.live_bytes,
             free_blocks: self.space.free_blocks(),
             pe_min: if blocks == 0 { 0 } else { pe_min },
             pe_avg: ratio(pe_sum, blocks),
@@ -572,6 +595,10 @@ impl Drive {
                     return Err(format!("chunk {} content does not match its fingerprint", id.index()));
                 }
             }
+        }
+        let total: u64 = live.iter().sum();
+        if total != self.live_bytes {
+            return Err(format!("live-byte counter {} but live chunks hold {total}", self.live_bytes));
         }
         for (b, ext) in extents.iter_mut().enumerate() {
             let block = BlockId(b as u32);

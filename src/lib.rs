@@ -31,6 +31,7 @@ pub mod ftl;
 pub mod nand;
 pub mod pattern;
 pub mod units;
+pub mod workload;
 
 pub use config::{DriveConfig, GcPolicy, Media};
 pub use controller::{Drive, Stats};

@@ -1,1 +1,382 @@
-fn main(){}
+//! The `duraflash` command line: the only place that exits the process.
+//!
+//! Exit status: 0 success, 1 the run failed, 2 usage error (unknown flag,
+//! bad value), always with one line naming what was wrong.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+use duraflash::config::{DriveConfig, GcPolicy, Media};
+use duraflash::pattern::DataSpec;
+use duraflash::workload::access::Access;
+use duraflash::workload::wa::{self, WaReport, WaSpec};
+use duraflash::{ByteSize, Drive};
+
+#[derive(Parser)]
+#[command(name = "duraflash", version, about = "A SandForce-style SSD controller model: compression, dedup, GC, TRIM")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Steady-state write-amplification study: fill, random writes to
+    /// steady state, then measure WAF (with the analytic model beside it).
+    Wa(WaArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Toggle {
+    On,
+    Off,
+}
+
+impl Toggle {
+    fn on(self) -> bool {
+        matches!(self, Toggle::On)
+    }
+}
+
+/// Flags that build a drive; they mean the same on every command.
+#[derive(Args)]
+struct DriveArgs {
+    /// Built-in drive preset: sf2281-240g, samsung830-64g, intel-x25m-g2-160g.
+    #[arg(long, default_value = "sf2281-240g")]
+    preset: String,
+    /// Drive config file (TOML), instead of a preset.
+    #[arg(long, conflicts_with = "preset")]
+    config: Option<PathBuf>,
+    /// Scale the drive down to this host capacity (240GB = 240e9 bytes, 256GiB = 256 x 2^30).
+    #[arg(long)]
+    capacity: Option<ByteSize>,
+    /// Over-provisioning of the data blocks: (physical - logical) / logical, GC reserve excluded.
+    #[arg(long)]
+    op: Option<f64>,
+    /// NAND pages per erase block (the array keeps its physical size unless --op is given).
+    #[arg(long)]
+    pages_per_block: Option<u32>,
+    /// GC victim policy.
+    #[arg(long, value_parser = parse_gc)]
+    gc: Option<GcPolicy>,
+    /// Compress units (lz4).
+    #[arg(long, value_enum)]
+    compression: Option<Toggle>,
+    /// Store identical units once.
+    #[arg(long, value_enum)]
+    dedup: Option<Toggle>,
+    /// What the NAND keeps: memory (data, reads work) or metadata-only.
+    #[arg(long, value_parser = parse_media)]
+    media: Option<Media>,
+    /// Seed of every random stream.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+fn parse_gc(s: &str) -> Result<GcPolicy, String> {
+    s.parse()
+}
+
+fn parse_media(s: &str) -> Result<Media, String> {
+    s.parse()
+}
+
+fn parse_access(s: &str) -> Result<Access, String> {
+    s.parse()
+}
+
+fn parse_pct(s: &str) -> Result<u8, String> {
+    match s.parse::<u8>() {
+        Ok(v) if v <= 100 => Ok(v),
+        _ => Err(format!("'{s}' is not a percentage from 0 to 100")),
+    }
+}
+
+impl DriveArgs {
+    /// The drive config these flags describe; `default_capacity` applies
+    /// when `--capacity` is not given.
+    fn build(&self, default_capacity: Option<u64>) -> Result<DriveConfig, String> {
+        let mut cfg = match &self.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| format!("--config {}: {e}", path.display()))?;
+                DriveConfig::from_toml(&text).map_err(|e| format!("--config {}: {e}", path.display()))?
+            }
+            None => DriveConfig::preset(&self.preset).map_err(|e| format!("--preset: {e}"))?,
+        };
+        cfg.seed = self.seed;
+        if let Some(c) = self.compression {
+            cfg.compression = c.on();
+        }
+        if let Some(d) = self.dedup {
+            cfg.dedup = d.on();
+        }
+        if let Some(m) = self.media {
+            cfg.media = m;
+        }
+        if let Some(g) = self.gc {
+            cfg.gc.policy = g;
+        }
+        if let Some(cap) = self.capacity.map(|c| c.0).or(default_capacity) {
+            cfg = cfg.scaled(cap).map_err(|e| format!("--capacity: {e}"))?;
+        }
+        if let Some(ppb) = self.pages_per_block {
+            if ppb == 0 {
+                return Err("--pages-per-block: must be at least 1".into());
+            }
+            let bytes = cfg.geometry.physical_bytes();
+            cfg.geometry.pages_per_block = ppb;
+            let per_die = bytes.div_ceil(cfg.geometry.block_bytes() * u64::from(cfg.geometry.dies()));
+            cfg.geometry.blocks_per_die =
+                u32::try_from(per_die).map_err(|_| "--pages-per-block: too small for this drive".to_string())?;
+        }
+        if let Some(op) = self.op {
+            cfg = cfg.with_op(op).map_err(|e| format!("--op: {e}"))?;
+        }
+        cfg.validate().map_err(|e| e.to_string())?;
+        Ok(cfg)
+    }
+}
+
+/// Where the JSON result goes.
+#[derive(Args)]
+struct Output {
+    /// Write the full result as JSON to PATH, or to stdout with '-' (the summary then goes to stderr).
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// No progress bars.
+    #[arg(long)]
+    quiet: bool,
+    /// Worker threads for the compression/hash pipeline (default: one per core).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+#[derive(Args)]
+struct WaArgs {
+    #[command(flatten)]
+    drive: DriveArgs,
+    /// Where random writes go: uniform, zipf:THETA or sequential.
+    #[arg(long, default_value = "uniform", value_parser = parse_access)]
+    workload: Access,
+    /// Request size (a multiple of the 4 KiB unit).
+    #[arg(long, default_value = "4k")]
+    bs: ByteSize,
+    /// Data content: incompressible (random) or compressible (fio-style, see --compress-pct).
+    #[arg(long, value_enum, default_value = "incompressible")]
+    data: DataKind,
+    /// fio's buffer_compress_percentage: share of each 512-byte segment that is zeros.
+    #[arg(long, value_parser = parse_pct)]
+    compress_pct: Option<u8>,
+    /// fio's dedupe_percentage: share of units that repeat earlier content.
+    #[arg(long, value_parser = parse_pct, default_value = "0")]
+    dedupe_pct: u8,
+    /// Share of requests that TRIM one random mapped unit instead of writing.
+    #[arg(long, value_parser = parse_pct, default_value = "0")]
+    trim_pct: u8,
+    /// Random-write drive-writes before measuring.
+    #[arg(long, default_value_t = 2.0)]
+    precondition: f64,
+    /// Random-write drive-writes measured.
+    #[arg(long, default_value_t = 1.0)]
+    measure: f64,
+    #[command(flatten)]
+    out: Output,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DataKind {
+    Incompressible,
+    Compressible,
+}
+
+/// Capacity `wa` uses when none is given: large enough for over a thousand
+/// blocks on every preset, small enough to run in seconds.
+const WA_DEFAULT_CAPACITY: u64 = 2 << 30;
+
+/// Default --compress-pct for `--data compressible`.
+const DEFAULT_COMPRESS_PCT: u8 = 50;
+
+/// The JSON result of `wa`.
+#[derive(Serialize)]
+struct WaOutput<'a> {
+    command: Vec<String>,
+    version: &'static str,
+    seed: u64,
+    config: &'a DriveConfig,
+    workload: &'a WaSpec,
+    compress_pct: u8,
+    dedupe_pct: u8,
+    #[serde(flatten)]
+    report: &'a WaReport,
+}
+
+enum Failure {
+    Usage(String),
+    Run(String),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Wa(args) => run_wa(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Usage(msg)) => {
+            eprintln!("duraflash: error: {msg}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Run(msg)) => {
+            eprintln!("duraflash: failed: {msg}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn setup_threads(out: &Output) -> Result<(), Failure> {
+    if let Some(n) = out.threads {
+        if n == 0 {
+            return Err(Failure::Usage("--threads: must be at least 1".into()));
+        }
+        rayon::ThreadPoolBuilder::new().num_threads(n).build_global().map_err(|e| Failure::Run(e.to_string()))?;
+    }
+    Ok(())
+}
+
+fn progress_bar(quiet: bool) -> Option<ProgressBar> {
+    if quiet || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = ProgressBar::new(1000);
+    bar.set_style(
+        ProgressStyle::with_template("{prefix:>12} [{bar:40}] {percent:>3}% {elapsed_precise} eta {eta}")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    Some(bar)
+}
+
+fn run_wa(args: WaArgs) -> Result<(), Failure> {
+    setup_threads(&args.out)?;
+    let cfg = args.drive.build(Some(WA_DEFAULT_CAPACITY)).map_err(Failure::Usage)?;
+    let compress_pct = match (args.data, args.compress_pct) {
+        (DataKind::Incompressible, Some(p)) if p > 0 => {
+            return Err(Failure::Usage("--compress-pct needs --data compressible".into()))
+        }
+        (DataKind::Incompressible, _) => 0,
+        (DataKind::Compressible, p) => p.unwrap_or(DEFAULT_COMPRESS_PCT),
+    };
+    let data = DataSpec::compressible(compress_pct)
+        .and_then(|d| d.with_dedupe(args.dedupe_pct))
+        .map_err(|e| Failure::Usage(e.to_string()))?;
+    let spec = WaSpec {
+        access: args.workload,
+        request_bytes: args.bs.0,
+        data,
+        trim_pct: args.trim_pct,
+        precondition: args.precondition,
+        measure: args.measure,
+    };
+    let mut drive = Drive::new(cfg.clone()).map_err(|e| Failure::Usage(e.to_string()))?;
+    let bar = progress_bar(args.out.quiet);
+    let mut progress = |phase: &str, f: f64| {
+        if let Some(b) = &bar {
+            b.set_prefix(phase.to_string());
+            b.set_position((f * 1000.0) as u64);
+        }
+    };
+    let report = wa::run(&mut drive, &spec, cfg.seed, &mut progress).map_err(|e| {
+        if e.starts_with("--") || e.starts_with("request size") {
+            Failure::Usage(e)
+        } else {
+            Failure::Run(e)
+        }
+    })?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let summary = wa_summary(&cfg, &report);
+    let output = WaOutput {
+        command: std::env::args().collect(),
+        version: env!("CARGO_PKG_VERSION"),
+        seed: cfg.seed,
+        config: &cfg,
+        workload: &spec,
+        compress_pct,
+        dedupe_pct: args.dedupe_pct,
+        report: &report,
+    };
+    emit(&args.out, &summary, &output)
+}
+
+fn emit(out: &Output, summary: &str, value: &impl Serialize) -> Result<(), Failure> {
+    let json = serde_json::to_string_pretty(value).map_err(|e| Failure::Run(e.to_string()))?;
+    match out.json.as_deref() {
+        Some(p) if p.as_os_str() == "-" => {
+            eprint!("{summary}");
+            println!("{json}");
+        }
+        Some(p) => {
+            std::fs::write(p, json + "\n").map_err(|e| Failure::Run(format!("--json {}: {e}", p.display())))?;
+            print!("{summary}");
+        }
+        None => print!("{summary}"),
+    }
+    std::io::stdout().flush().map_err(|e| Failure::Run(e.to_string()))
+}
+
+fn wa_summary(cfg: &DriveConfig, r: &WaReport) -> String {
+    let mut s = String::new();
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    s += &format!(
+        "drive      {} at {} ({} blocks of {} pages x {} B, {} dies), OP {:.1}% data / {:.1}% total\n",
+        cfg.name,
+        ByteSize(cfg.logical_bytes),
+        r.blocks,
+        r.pages_per_block,
+        cfg.geometry.page_bytes,
+        cfg.geometry.dies(),
+        r.op * 100.0,
+        r.op_total * 100.0
+    );
+    s += &format!(
+        "data       compression {} ratio {:.3}, dedup {} ratio {:.3}, GC {:?}\n",
+        on_off(cfg.compression),
+        r.compression_ratio,
+        on_off(cfg.dedup),
+        r.dedup_ratio,
+        cfg.gc.policy
+    );
+    s += &format!(
+        "measured   WAF {:.3}  (host {:.2} GiB, NAND {:.2} GiB, GC moved {:.2} GiB, {} erases)\n",
+        r.waf,
+        gib(r.host_bytes),
+        gib(r.nand_bytes),
+        gib(r.gc_relocated_bytes),
+        r.erases
+    );
+    match &r.model {
+        Some(m) => {
+            s += &format!(
+                "model      greedy {:.3}, FIFO {:.3}  (alpha {:.4}, {:.0} chunks/block, data reduced to {:.3})\n",
+                m.greedy, m.fifo, m.alpha, m.chunks_per_block, m.reduction
+            );
+            s += &format!("           measured / greedy model = {:.3}\n", r.waf / m.greedy);
+        }
+        None => s += "model      n/a (the analytic models assume uniform random writes without TRIM)\n",
+    }
+    s
+}
+
+fn on_off(b: bool) -> &'static str {
+    if b {
+        "on"
+    } else {
+        "off"
+    }
+}

@@ -129,8 +129,8 @@ impl NandArray {
         let b = &mut self.blocks[block.0 as usize];
         b.programmed = 0;
         b.pe_cycles += 1;
+        // Keep the buffer: a block is rewritten soon after it is erased.
         b.data.clear();
-        b.data.shrink_to_fit();
         self.counters.erases += 1;
     }
 }
@@ -140,7 +140,14 @@ mod tests {
     use super::*;
 
     fn geometry() -> Geometry {
-        Geometry { channels: 1, dies_per_channel: 2, blocks_per_die: 2, pages_per_block: 4, page_bytes: 512, pe_cycles: 10 }
+        Geometry {
+            channels: 1,
+            dies_per_channel: 2,
+            blocks_per_die: 2,
+            pages_per_block: 4,
+            page_bytes: 512,
+            pe_cycles: 10,
+        }
     }
 
     #[test]

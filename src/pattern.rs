@@ -88,15 +88,9 @@ pub enum DedupeMode {
 impl DedupeMode {
     /// Working set sized as fio does:
     /// `size_bytes * working_set_pct / 100 / unit` (`dedupe_working_set_percentage`).
-    pub fn working_set(
-        size_bytes: u64,
-        working_set_pct: u8,
-        unit: usize,
-    ) -> Result<Self, PatternError> {
+    pub fn working_set(size_bytes: u64, working_set_pct: u8, unit: usize) -> Result<Self, PatternError> {
         if working_set_pct > 100 {
-            return Err(PatternError(format!(
-                "dedupe_working_set_percentage {working_set_pct} > 100"
-            )));
+            return Err(PatternError(format!("dedupe_working_set_percentage {working_set_pct} > 100")));
         }
         if unit == 0 {
             return Err(PatternError("unit must be > 0".into()));
@@ -110,9 +104,7 @@ impl DedupeMode {
 
     fn validate(&self) -> Result<(), PatternError> {
         match self {
-            DedupeMode::WorkingSet { units: 0 } => Err(PatternError(
-                "dedupe working set must hold >= 1 unit".into(),
-            )),
+            DedupeMode::WorkingSet { units: 0 } => Err(PatternError("dedupe working set must hold >= 1 unit".into())),
             _ => Ok(()),
         }
     }
@@ -141,18 +133,9 @@ impl Default for DataSpec {
 
 impl DataSpec {
     /// Validated spec with `repeat` dedupe and 4 KiB units.
-    pub fn new(
-        compress_pct: u8,
-        compress_chunk: usize,
-        dedupe_pct: u8,
-    ) -> Result<Self, PatternError> {
-        let spec = DataSpec {
-            compress_pct,
-            compress_chunk,
-            dedupe_pct,
-            dedupe_mode: DedupeMode::Repeat,
-            unit: DEFAULT_UNIT,
-        };
+    pub fn new(compress_pct: u8, compress_chunk: usize, dedupe_pct: u8) -> Result<Self, PatternError> {
+        let spec =
+            DataSpec { compress_pct, compress_chunk, dedupe_pct, dedupe_mode: DedupeMode::Repeat, unit: DEFAULT_UNIT };
         spec.validate()?;
         Ok(spec)
     }
@@ -170,10 +153,7 @@ impl DataSpec {
 
     /// All zeros (`zero_buffers`, or `buffer_compress_percentage=100`).
     pub fn zeros() -> Self {
-        DataSpec {
-            compress_pct: 100,
-            ..Self::incompressible()
-        }
+        DataSpec { compress_pct: 100, ..Self::incompressible() }
     }
 
     /// `buffer_compress_percentage=pct` with the default 512-byte chunk.
@@ -183,30 +163,21 @@ impl DataSpec {
 
     /// Same spec with `dedupe_percentage=pct`.
     pub fn with_dedupe(self, pct: u8) -> Result<Self, PatternError> {
-        let spec = DataSpec {
-            dedupe_pct: pct,
-            ..self
-        };
+        let spec = DataSpec { dedupe_pct: pct, ..self };
         spec.validate()?;
         Ok(spec)
     }
 
     /// Same spec with another `dedupe_mode`.
     pub fn with_dedupe_mode(self, mode: DedupeMode) -> Result<Self, PatternError> {
-        let spec = DataSpec {
-            dedupe_mode: mode,
-            ..self
-        };
+        let spec = DataSpec { dedupe_mode: mode, ..self };
         spec.validate()?;
         Ok(spec)
     }
 
     /// Same spec with another `buffer_compress_chunk` (0 = whole unit).
     pub fn with_compress_chunk(self, chunk: usize) -> Result<Self, PatternError> {
-        let spec = DataSpec {
-            compress_chunk: chunk,
-            ..self
-        };
+        let spec = DataSpec { compress_chunk: chunk, ..self };
         spec.validate()?;
         Ok(spec)
     }
@@ -221,16 +192,10 @@ impl DataSpec {
     /// Checks ranges: percentages <= 100, `unit` > 0, non-empty working set.
     pub fn validate(&self) -> Result<(), PatternError> {
         if self.compress_pct > 100 {
-            return Err(PatternError(format!(
-                "buffer_compress_percentage {} > 100",
-                self.compress_pct
-            )));
+            return Err(PatternError(format!("buffer_compress_percentage {} > 100", self.compress_pct)));
         }
         if self.dedupe_pct > 100 {
-            return Err(PatternError(format!(
-                "dedupe_percentage {} > 100",
-                self.dedupe_pct
-            )));
+            return Err(PatternError(format!("dedupe_percentage {} > 100", self.dedupe_pct)));
         }
         if self.unit == 0 {
             return Err(PatternError("unit must be > 0".into()));
@@ -299,14 +264,7 @@ impl PatternGen {
         // Content streams count up from 0; dedupe decisions use the last one.
         let mut decide = ChaCha8Rng::from_seed(key);
         decide.set_stream(u64::MAX);
-        Ok(PatternGen {
-            spec,
-            key,
-            decide,
-            unique: 0,
-            units: 0,
-            dedupe_units: 0,
-        })
+        Ok(PatternGen { spec, key, decide, unique: 0, units: 0, dedupe_units: 0 })
     }
 
     /// The spec this generator follows.
@@ -372,10 +330,7 @@ mod tests {
     }
 
     fn lz4_ratio(data: &[u8], unit: usize) -> f64 {
-        let c: usize = data
-            .chunks(unit)
-            .map(|u| lz4_flex::block::compress(u).len())
-            .sum();
+        let c: usize = data.chunks(unit).map(|u| lz4_flex::block::compress(u).len()).sum();
         c as f64 / data.len() as f64
     }
 
@@ -424,10 +379,7 @@ mod tests {
         let r = lz4_ratio(&data, U);
         assert!((0.50..=0.60).contains(&r), "ratio {r}");
         // Larger chunk, single region per unit: also ~half.
-        let spec = DataSpec::compressible(50)
-            .unwrap()
-            .with_compress_chunk(0)
-            .unwrap();
+        let spec = DataSpec::compressible(50).unwrap().with_compress_chunk(0).unwrap();
         let r = lz4_ratio(&units(spec, 2, 2000), U);
         assert!((0.49..=0.55).contains(&r), "ratio {r}");
     }
@@ -453,12 +405,7 @@ mod tests {
     fn dedupe50_gives_half_duplicates() {
         let n = 10_000;
         for mode in [DedupeMode::Repeat, DedupeMode::WorkingSet { units: 100 }] {
-            let spec = DataSpec::compressible(20)
-                .unwrap()
-                .with_dedupe(50)
-                .unwrap()
-                .with_dedupe_mode(mode)
-                .unwrap();
+            let spec = DataSpec::compressible(20).unwrap().with_dedupe(50).unwrap().with_dedupe_mode(mode).unwrap();
             let mut g = PatternGen::new(spec, 11).unwrap();
             let mut distinct = HashSet::new();
             let mut buf = [0u8; U];
@@ -486,10 +433,7 @@ mod tests {
 
     #[test]
     fn pct100_is_zeros() {
-        let spec = DataSpec::compressible(100)
-            .unwrap()
-            .with_dedupe(30)
-            .unwrap();
+        let spec = DataSpec::compressible(100).unwrap().with_dedupe(30).unwrap();
         assert!(units(spec, 9, 64).iter().all(|&b| b == 0));
         assert!(units(DataSpec::zeros(), 9, 4).iter().all(|&b| b == 0));
     }
@@ -513,19 +457,11 @@ mod tests {
         assert!(DataSpec::compressible(101).is_err());
         assert!(DataSpec::new(0, 512, 101).is_err());
         assert!(DataSpec::incompressible().with_unit(0).is_err());
-        assert!(DataSpec::incompressible()
-            .with_dedupe_mode(DedupeMode::WorkingSet { units: 0 })
-            .is_err());
+        assert!(DataSpec::incompressible().with_dedupe_mode(DedupeMode::WorkingSet { units: 0 }).is_err());
         assert!(DedupeMode::working_set(1 << 30, 101, U).is_err());
         assert!(DedupeMode::working_set(1024, 10, U).is_err());
-        assert_eq!(
-            DedupeMode::working_set(1 << 30, 10, U).unwrap(),
-            DedupeMode::WorkingSet { units: 26_214 }
-        );
-        let bad = DataSpec {
-            compress_pct: 200,
-            ..DataSpec::default()
-        };
+        assert_eq!(DedupeMode::working_set(1 << 30, 10, U).unwrap(), DedupeMode::WorkingSet { units: 26_214 });
+        let bad = DataSpec { compress_pct: 200, ..DataSpec::default() };
         let err = PatternGen::new(bad, 0).unwrap_err();
         assert!(err.to_string().contains("200"));
     }
@@ -544,10 +480,7 @@ mod tests {
         let specs = [
             ("random", DataSpec::incompressible()),
             ("compress50", DataSpec::compressible(50).unwrap()),
-            (
-                "compress50+dedupe50",
-                DataSpec::compressible(50).unwrap().with_dedupe(50).unwrap(),
-            ),
+            ("compress50+dedupe50", DataSpec::compressible(50).unwrap().with_dedupe(50).unwrap()),
             ("zeros", DataSpec::zeros()),
         ];
         let mut buf = [0u8; U];
@@ -560,10 +493,7 @@ mod tests {
                 sink ^= buf[U - 1];
             }
             let s = t.elapsed().as_secs_f64();
-            println!(
-                "pattern {name:>20}: {:.2} GB/s ({sink})",
-                total as f64 / s / 1e9
-            );
+            println!("pattern {name:>20}: {:.2} GB/s ({sink})", total as f64 / s / 1e9);
         }
     }
 }

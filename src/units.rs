@@ -101,9 +101,7 @@ impl FromStr for ByteSize {
 
     fn from_str(s: &str) -> Result<Self, String> {
         let s = s.trim();
-        let split = s
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(s.len());
+        let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
         let (num, suffix) = s.split_at(split);
         if num.is_empty() {
             return Err(format!("'{s}' is not a size (examples: 4096, 4k, 64MiB, 240GB)"));
@@ -125,20 +123,15 @@ impl FromStr for ByteSize {
             }
         };
         let value = if num.contains('.') {
-            let f: f64 = num
-                .parse()
-                .map_err(|_| format!("'{s}' is not a size (bad number '{num}')"))?;
+            let f: f64 = num.parse().map_err(|_| format!("'{s}' is not a size (bad number '{num}')"))?;
             let bytes = f * mult as f64;
             if !bytes.is_finite() || bytes >= u64::MAX as f64 || bytes.fract() != 0.0 {
                 return Err(format!("'{s}' is not a whole number of bytes"));
             }
             bytes as u64
         } else {
-            let n: u64 = num
-                .parse()
-                .map_err(|_| format!("'{s}' is too large"))?;
-            n.checked_mul(mult)
-                .ok_or_else(|| format!("'{s}' is too large"))?
+            let n: u64 = num.parse().map_err(|_| format!("'{s}' is too large"))?;
+            n.checked_mul(mult).ok_or_else(|| format!("'{s}' is too large"))?
         };
         Ok(ByteSize(value))
     }

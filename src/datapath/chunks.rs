@@ -74,7 +74,11 @@ impl ChunkStore {
 
     /// Every live chunk with its id.
     pub fn iter_live(&self) -> impl Iterator<Item = (ChunkId, &Chunk)> {
-        self.records.iter().enumerate().filter(|(_, c)| c.refs > 0).filter_map(|(i, c)| Some((ChunkId::from_index(i)?, c)))
+        self.records
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.refs > 0)
+            .filter_map(|(i, c)| Some((ChunkId::from_index(i)?, c)))
     }
 
     /// The live chunk holding content `fp`, if any (always `None` without dedup).

@@ -83,11 +83,7 @@ impl Encoder {
         if serial {
             units.iter().zip(out.arena.chunks_mut(stride)).zip(out.units.iter_mut()).for_each(work);
         } else {
-            units
-                .par_iter()
-                .zip(out.arena.par_chunks_mut(stride))
-                .zip(out.units.par_iter_mut())
-                .for_each(work);
+            units.par_iter().zip(out.arena.par_chunks_mut(stride)).zip(out.units.par_iter_mut()).for_each(work);
         }
     }
 

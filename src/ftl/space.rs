@@ -82,7 +82,8 @@ impl Space {
     /// All blocks free, nothing open.
     pub fn new(geometry: &Geometry, keep_data: bool) -> Self {
         let dies = geometry.dies() as usize;
-        let meta = BlockMeta { state: BlockState::Free, live_bytes: 0, sealed_seq: 0, last_write: 0, summary: Vec::new() };
+        let meta =
+            BlockMeta { state: BlockState::Free, live_bytes: 0, sealed_seq: 0, last_write: 0, summary: Vec::new() };
         let free = (0..dies)
             .map(|d| {
                 let first = d as u32 * geometry.blocks_per_die;
@@ -183,10 +184,7 @@ impl Space {
             }
             self.cursor = (die + 1) % dies;
         }
-        Err(DriveError::NoSpace(format!(
-            "no die has room for a {len}-byte chunk ({} free blocks)",
-            self.free_count
-        )))
+        Err(DriveError::NoSpace(format!("no die has room for a {len}-byte chunk ({} free blocks)", self.free_count)))
     }
 
     /// Makes die `die`'s open block able to take `len` bytes, sealing a
@@ -385,7 +383,10 @@ impl Space {
         }
         let open_state = self.meta.iter().filter(|m| m.state == BlockState::Open).count();
         if open_state != self.open.iter().flatten().count() {
-            return Err(format!("{open_state} blocks in Open state, {} open slots", self.open.iter().flatten().count()));
+            return Err(format!(
+                "{open_state} blocks in Open state, {} open slots",
+                self.open.iter().flatten().count()
+            ));
         }
         for o in self.open.iter().flatten() {
             let whole = o.write_point / self.page_bytes;

@@ -44,9 +44,8 @@ pub fn choose(policy: GcPolicy, views: impl IntoIterator<Item = BlockView>) -> O
     let best = match policy {
         GcPolicy::Greedy => candidates.min_by_key(|v| (v.live_bytes, v.sealed_seq)),
         GcPolicy::Fifo => candidates.min_by_key(|v| v.sealed_seq),
-        GcPolicy::CostBenefit => candidates.max_by(|a, b| {
-            a.cost_benefit().total_cmp(&b.cost_benefit()).then(b.sealed_seq.cmp(&a.sealed_seq))
-        }),
+        GcPolicy::CostBenefit => candidates
+            .max_by(|a, b| a.cost_benefit().total_cmp(&b.cost_benefit()).then(b.sealed_seq.cmp(&a.sealed_seq))),
     };
     best.map(|v| v.block)
 }

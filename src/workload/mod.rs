@@ -1,0 +1,5 @@
+//! Host workloads that drive a [`crate::Drive`]: where requests go
+//! ([`access`]) and the write-amplification study ([`wa`]).
+
+pub mod access;
+pub mod wa;

@@ -1,0 +1,303 @@
+//! The steady-state write-amplification study behind `duraflash wa`.
+//!
+//! Fill the drive sequentially, run random writes for `precondition`
+//! drive-writes to reach steady state, then measure WAF over `measure`
+//! drive-writes. Alongside the measurement it evaluates the analytic
+//! models ([`crate::analytic`]) at the space the data really had: the
+//! physical bytes minus the time-averaged unwritten space (free blocks and
+//! open-block tails), over the time-averaged stored bytes of live data.
+
+use serde::Serialize;
+
+use crate::analytic;
+use crate::controller::{Drive, Stats};
+use crate::error::DriveError;
+use crate::pattern::{unit_seed, DataSpec, PatternGen};
+use crate::units::{Lba, Lpn, SECTOR_BYTES};
+use crate::workload::access::{Access, SlotStream};
+
+/// Requests gathered into one `write_batch`, so the pipeline has units to
+/// spread over threads.
+const BATCH_REQUESTS: usize = 256;
+
+/// Samples of the unwritten space taken over the measured phase.
+const SPACE_SAMPLES: u64 = 200;
+
+/// What to run.
+#[derive(Clone, Debug, Serialize)]
+pub struct WaSpec {
+    /// Where random writes go.
+    pub access: Access,
+    /// Bytes per request: a positive multiple of the unit.
+    pub request_bytes: u64,
+    /// Content of written units.
+    #[serde(skip)]
+    pub data: DataSpec,
+    /// Share of requests (percent) that TRIM one random mapped unit.
+    pub trim_pct: u8,
+    /// Random-write drive-writes before measuring.
+    pub precondition: f64,
+    /// Random-write drive-writes measured.
+    pub measure: f64,
+}
+
+/// The analytic models at the measured operating point.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ModelPoint {
+    /// Physical bytes holding data / live stored bytes (T / U).
+    pub alpha: f64,
+    /// Live chunks a block holds on average (the models' pages per block).
+    pub chunks_per_block: f64,
+    /// Live stored bytes / logical bytes (data reduction, 1 = none).
+    pub reduction: f64,
+    /// Desnoyers' greedy model, scaled by `reduction`.
+    pub greedy: f64,
+    /// The LRW/FIFO model, scaled by `reduction`.
+    pub fifo: f64,
+}
+
+/// Result of one study.
+#[derive(Clone, Debug, Serialize)]
+pub struct WaReport {
+    /// NAND bytes programmed / host bytes written over the measured phase.
+    pub waf: f64,
+    /// Host bytes written in the measured phase.
+    pub host_bytes: u64,
+    /// NAND bytes programmed in the measured phase.
+    pub nand_bytes: u64,
+    /// Bytes GC relocated in the measured phase.
+    pub gc_relocated_bytes: u64,
+    /// Block erases in the measured phase.
+    pub erases: u64,
+    /// Stored / raw bytes of chunks created (lifetime).
+    pub compression_ratio: f64,
+    /// New chunks / unit writes (lifetime).
+    pub dedup_ratio: f64,
+    /// Over-provisioning of the data blocks, reserve excluded (config).
+    pub op: f64,
+    /// Over-provisioning of the whole array, reserve included.
+    pub op_total: f64,
+    /// NAND pages per block.
+    pub pages_per_block: u32,
+    /// Host-visible bytes.
+    pub capacity_bytes: u64,
+    /// Erase blocks in the array.
+    pub blocks: u32,
+    /// Drive-writes done before measuring (fill included).
+    pub drive_writes_before: f64,
+    /// The analytic models where they apply (uniform random overwrites,
+    /// no TRIM).
+    pub model: Option<ModelPoint>,
+    /// Full drive counters at the end.
+    pub stats: Stats,
+}
+
+/// Runs the study on `drive` (which should be freshly erased). `progress`
+/// is told the phase name and the fraction done.
+pub fn run(
+    drive: &mut Drive,
+    spec: &WaSpec,
+    seed: u64,
+    progress: &mut dyn FnMut(&str, f64),
+) -> Result<WaReport, String> {
+    let cfg = drive.config().clone();
+    let unit = u64::from(cfg.unit_bytes);
+    if spec.request_bytes == 0 || spec.request_bytes % unit != 0 {
+        return Err(format!("request size {} is not a positive multiple of the {unit}-byte unit", spec.request_bytes));
+    }
+    for (name, v) in [("precondition", spec.precondition), ("measure", spec.measure)] {
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(format!("--{name} {v} must be a non-negative number of drive-writes"));
+        }
+    }
+    if spec.measure <= 0.0 {
+        return Err("--measure must be more than 0 drive-writes".into());
+    }
+    if spec.trim_pct > 100 {
+        return Err(format!("--trim-pct {} is over 100", spec.trim_pct));
+    }
+    let slots = cfg.logical_bytes / spec.request_bytes;
+    let mut gen = PatternGen::new(spec.data, unit_seed(seed, 1)).map_err(|e| e.to_string())?;
+    let mut access = SlotStream::new(spec.access, slots, unit_seed(seed, 2))?;
+    let mut writer = Writer::new(drive.needs_content(), spec.request_bytes);
+    let fail = |e: DriveError| e.to_string();
+
+    // Sequential fill.
+    let mut filled = 0;
+    while filled < slots {
+        let n = (slots - filled).min(BATCH_REQUESTS as u64);
+        for s in filled..filled + n {
+            writer.add(s, &mut gen);
+        }
+        writer.flush(drive).map_err(fail)?;
+        filled += n;
+        progress("fill", filled as f64 / slots as f64);
+    }
+
+    let per_drive_write = slots as f64;
+    let pre = (spec.precondition * per_drive_write).round() as u64;
+    random_phase(drive, spec, &mut access, &mut gen, &mut writer, pre, &mut |f| progress("precondition", f), None)
+        .map_err(fail)?;
+
+    let before = drive.stats();
+    let measured = (spec.measure * per_drive_write).round().max(1.0) as u64;
+    let mut sampler = SpaceSampler::default();
+    random_phase(
+        drive,
+        spec,
+        &mut access,
+        &mut gen,
+        &mut writer,
+        measured,
+        &mut |f| progress("measure", f),
+        Some(&mut sampler),
+    )
+    .map_err(fail)?;
+    let after = drive.stats();
+
+    let host_bytes = after.host_write_bytes - before.host_write_bytes;
+    let nand_bytes = after.nand_bytes_programmed - before.nand_bytes_programmed;
+    let geometry = &cfg.geometry;
+    let model = (matches!(spec.access, Access::Uniform) && spec.trim_pct == 0 && sampler.n > 0).then(|| {
+        let unwritten = sampler.unwritten / sampler.n as f64;
+        let live = sampler.live / sampler.n as f64;
+        let chunks = sampler.chunks / sampler.n as f64;
+        let alpha = (geometry.physical_bytes() as f64 - unwritten) / live;
+        let chunks_per_block = geometry.block_bytes() as f64 * chunks / live;
+        let reduction = live / cfg.logical_bytes as f64;
+        let np = chunks_per_block.round().max(1.0) as u32;
+        ModelPoint {
+            alpha,
+            chunks_per_block,
+            reduction,
+            greedy: reduction * analytic::wa_greedy(alpha, np),
+            fifo: reduction * analytic::wa_fifo(alpha),
+        }
+    });
+    Ok(WaReport {
+        waf: nand_bytes as f64 / host_bytes as f64,
+        host_bytes,
+        nand_bytes,
+        gc_relocated_bytes: after.gc_relocated_bytes - before.gc_relocated_bytes,
+        erases: after.erases - before.erases,
+        compression_ratio: after.compression_ratio,
+        dedup_ratio: after.dedup_ratio,
+        op: cfg.data_op(),
+        op_total: cfg.op(),
+        pages_per_block: geometry.pages_per_block,
+        capacity_bytes: cfg.logical_bytes,
+        blocks: geometry.total_blocks(),
+        drive_writes_before: 1.0 + spec.precondition,
+        model,
+        stats: after,
+    })
+}
+
+/// Time averages of the space state over the measured phase.
+#[derive(Default)]
+struct SpaceSampler {
+    n: u64,
+    unwritten: f64,
+    live: f64,
+    chunks: f64,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn random_phase(
+    drive: &mut Drive,
+    spec: &WaSpec,
+    access: &mut SlotStream,
+    gen: &mut PatternGen,
+    writer: &mut Writer,
+    requests: u64,
+    progress: &mut dyn FnMut(f64),
+    mut sampler: Option<&mut SpaceSampler>,
+) -> Result<(), DriveError> {
+    let units = drive.config().logical_units();
+    let sample_every = (requests / SPACE_SAMPLES).max(1);
+    for i in 0..requests {
+        if access.chance(spec.trim_pct) {
+            writer.flush(drive)?;
+            trim_random_mapped(drive, access, units)?;
+        } else {
+            writer.add(access.next_slot(), gen);
+            if writer.len() == BATCH_REQUESTS {
+                writer.flush(drive)?;
+            }
+        }
+        if (i + 1) % sample_every == 0 {
+            writer.flush(drive)?;
+            if let Some(s) = sampler.as_deref_mut() {
+                s.n += 1;
+                s.unwritten += drive.unwritten_bytes() as f64;
+                s.live += drive.live_bytes() as f64;
+                s.chunks += drive.live_chunks() as f64;
+            }
+            progress((i + 1) as f64 / requests as f64);
+        }
+    }
+    writer.flush(drive)
+}
+
+/// TRIMs one mapped unit picked at random (a few tries; an almost empty
+/// drive may yield none).
+fn trim_random_mapped(drive: &mut Drive, access: &mut SlotStream, units: u64) -> Result<(), DriveError> {
+    let unit_sectors = u64::from(drive.config().unit_bytes) / SECTOR_BYTES;
+    for _ in 0..16 {
+        let lpn = Lpn(access.uniform(units));
+        if drive.is_mapped(lpn) {
+            drive.trim(&[(Lba(lpn.0 * unit_sectors), unit_sectors)])?;
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Gathers requests and their generated content into one batch.
+struct Writer {
+    content: bool,
+    request_bytes: u64,
+    slots: Vec<u64>,
+    buf: Vec<u8>,
+}
+
+impl Writer {
+    fn new(content: bool, request_bytes: u64) -> Self {
+        let cap = if content { BATCH_REQUESTS * request_bytes as usize } else { request_bytes as usize };
+        Writer { content, request_bytes, slots: Vec::new(), buf: vec![0; cap] }
+    }
+
+    fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    fn add(&mut self, slot: u64, gen: &mut PatternGen) {
+        if self.content {
+            let r = self.request_bytes as usize;
+            let at = self.slots.len() * r;
+            gen.fill(&mut self.buf[at..at + r]);
+        }
+        self.slots.push(slot);
+    }
+
+    fn flush(&mut self, drive: &mut Drive) -> Result<(), DriveError> {
+        if self.slots.is_empty() {
+            return Ok(());
+        }
+        let r = self.request_bytes as usize;
+        let sectors = self.request_bytes / SECTOR_BYTES;
+        let requests: Vec<(Lba, &[u8])> = self
+            .slots
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| {
+                // Content-free drives ignore bytes: every request shares one buffer.
+                let at = if self.content { i * r } else { 0 };
+                (Lba(s * sectors), &self.buf[at..at + r])
+            })
+            .collect();
+        let result = drive.write_batch(&requests);
+        self.slots.clear();
+        result
+    }
+}
