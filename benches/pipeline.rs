@@ -1,1 +1,77 @@
-fn main(){}
+//! The write pipeline against raw lz4_flex + blake3 on the same bytes.
+//!
+//! One group per data kind; inside it `raw` is compress + hash of each
+//! 4 KiB unit on one thread, and `drive/...` is `Drive::write_batch` of the
+//! same units (sequential, wrapping, so GC erases emptied blocks without
+//! relocating anything: this measures the pipeline, not GC). The ratio of
+//! their throughputs is the overhead of everything else in the write path.
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use duraflash::pattern::{DataSpec, PatternGen};
+use duraflash::{Drive, DriveConfig, Lba, Media};
+
+const UNIT: usize = 4096;
+const BATCH_UNITS: usize = 1024;
+const CAPACITY: u64 = 1 << 30;
+
+fn units(gen: &mut PatternGen) -> Vec<u8> {
+    let mut buf = vec![0u8; UNIT * BATCH_UNITS];
+    gen.fill(&mut buf);
+    buf
+}
+
+fn raw(buf: &[u8]) -> usize {
+    let mut out = vec![0u8; lz4_flex::block::get_maximum_output_size(UNIT)];
+    let mut total = 0;
+    for unit in buf.chunks(UNIT) {
+        total += lz4_flex::block::compress_into(unit, &mut out).expect("sized by get_maximum_output_size");
+        total += blake3::hash(unit).as_bytes()[0] as usize;
+    }
+    total
+}
+
+fn drive(media: Media) -> Drive {
+    let mut cfg = DriveConfig::preset("sf2281-240g").unwrap().scaled(CAPACITY).unwrap();
+    cfg.media = media;
+    Drive::new(cfg).unwrap()
+}
+
+fn bench(c: &mut Criterion) {
+    let kinds = [("incompressible", DataSpec::incompressible()), ("compress50", DataSpec::compressible(50).unwrap())];
+    for (name, spec) in kinds {
+        let mut group = c.benchmark_group(format!("write_pipeline/{name}"));
+        group.throughput(Throughput::Bytes((UNIT * BATCH_UNITS) as u64));
+        group.sample_size(30);
+        let mut gen = PatternGen::new(spec, 1).unwrap();
+        group.bench_function("raw_lz4_blake3", |b| {
+            b.iter_batched(|| units(&mut gen), |buf| raw(&buf), BatchSize::LargeInput)
+        });
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            for (media_name, media) in [("metadata-only", Media::MetadataOnly), ("memory", Media::Memory)] {
+                let mut d = drive(media);
+                let sectors = d.capacity_sectors();
+                let mut next = 0u64;
+                group.bench_function(format!("drive_{threads}t_{media_name}"), |b| {
+                    b.iter_batched(
+                        || units(&mut gen),
+                        |buf| {
+                            let reqs: Vec<(Lba, &[u8])> = buf
+                                .chunks(UNIT)
+                                .enumerate()
+                                .map(|(i, u)| (Lba((next + i as u64 * 8) % sectors), u))
+                                .collect();
+                            pool.install(|| d.write_batch(&reqs)).unwrap();
+                            next = (next + BATCH_UNITS as u64 * 8) % sectors;
+                        },
+                        BatchSize::LargeInput,
+                    )
+                });
+            }
+        }
+        group.finish();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

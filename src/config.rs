@@ -225,8 +225,9 @@ impl DriveConfig {
     }
 
     /// This config shrunk to `capacity` bytes: fewer blocks per die, the
-    /// same dies, pages and physical/logical ratio (up to rounding to whole
-    /// blocks per die).
+    /// same dies and pages, and the same over-provisioning of the data
+    /// blocks ([`DriveConfig::data_op`]); the fixed GC reserve comes on top,
+    /// so small drives keep the preset's working OP.
     pub fn scaled(&self, capacity: u64) -> Result<Self, ConfigError> {
         if capacity > self.logical_bytes {
             return Err(ConfigError::invalid(
@@ -244,27 +245,34 @@ impl DriveConfig {
                 format!("must be at least one {}-byte unit", self.unit_bytes),
             ));
         }
-        let ratio = logical as f64 / self.logical_bytes as f64;
-        let blocks = (f64::from(self.geometry.blocks_per_die) * ratio).round().max(1.0) as u32;
+        let op = self.data_op();
         let mut cfg = self.clone();
         cfg.logical_bytes = logical;
-        cfg.geometry.blocks_per_die = blocks;
-        cfg.validate()?;
-        Ok(cfg)
+        // Nearest whole blocks per die keeps the ratio closest; a drive too
+        // small for that rounds up instead.
+        cfg.sized_for_op(op, f64::round).or_else(|_| cfg.sized_for_op(op, f64::ceil)).map_err(|e| match e {
+            ConfigError::Invalid { reason, .. } => ConfigError::invalid("capacity", reason),
+            other => other,
+        })
     }
 
     /// This config with blocks per die chosen so that the blocks that hold
     /// data give over-provisioning `op` = (physical - logical) / logical.
     /// The GC reserve ([`DriveConfig::reserve_blocks`]) comes on top and is
     /// not counted in `op`.
+    /// Blocks per die are rounded up, so the OP is at least `op`.
     pub fn with_op(&self, op: f64) -> Result<Self, ConfigError> {
+        self.sized_for_op(op, f64::ceil)
+    }
+
+    fn sized_for_op(&self, op: f64, round: fn(f64) -> f64) -> Result<Self, ConfigError> {
         if !(op > 0.0 && op <= 10.0) {
             return Err(ConfigError::invalid("op", format!("{op} is outside (0, 10]")));
         }
         let block = self.geometry.block_bytes() as f64;
         let data_blocks = (self.logical_bytes as f64 * (1.0 + op) / block).ceil();
         let total = data_blocks + f64::from(self.reserve_blocks());
-        let per_die = (total / f64::from(self.geometry.dies())).ceil();
+        let per_die = round(total / f64::from(self.geometry.dies())).max(1.0);
         if per_die > f64::from(u32::MAX) {
             return Err(ConfigError::invalid("op", "needs more blocks than a die can number"));
         }
@@ -400,9 +408,11 @@ mod tests {
         let sf = DriveConfig::preset("sf2281-240g").unwrap();
         let small = sf.scaled(16 << 30).unwrap();
         assert_eq!(small.logical_bytes, 16 << 30);
-        assert!((small.op() - sf.op()).abs() < 0.01, "{}", small.op());
         assert!(matches!(sf.scaled(300_000_000_000), Err(ConfigError::Invalid { field: "capacity", .. })));
-        assert!(sf.scaled(1 << 20).is_err(), "too small for the GC reserve");
+        assert!((small.data_op() - sf.data_op()).abs() < 0.01, "{}", small.data_op());
+        let tiny = sf.scaled(64 << 20).unwrap();
+        assert!(tiny.data_op() >= sf.data_op(), "a tiny drive rounds up: {}", tiny.data_op());
+        assert!(sf.scaled(0).is_err());
     }
 
     #[test]

@@ -22,6 +22,11 @@ use crate::ftl::victim;
 use crate::nand::NandArray;
 use crate::units::{BlockId, ChunkId, Lba, Lpn, SECTOR_BYTES};
 
+/// Units encoded together: enough to keep both pipeline threads busy, few
+/// enough that the compressed output (about 4 KiB a unit) stays in cache
+/// until it is placed.
+const COMMIT_SLICE_UNITS: usize = 64;
+
 /// Host-side and data-path counters (NAND ones live in the array).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Counters {
@@ -114,6 +119,8 @@ pub struct Drive {
     chunks: ChunkStore,
     map: L2pMap,
     encoder: Encoder,
+    /// Scratch buffers reused by every commit.
+    batch: EncodedBatch,
     counters: Counters,
     /// Unit writes so far (host and GC): the age clock of cost-benefit GC.
     clock: u64,
@@ -136,6 +143,7 @@ impl Drive {
                 compression: config.compression,
                 fingerprint: config.dedup,
             },
+            batch: EncodedBatch::default(),
             counters: Counters::default(),
             clock: 0,
             live_bytes: 0,
@@ -251,9 +259,24 @@ impl Drive {
         if units.is_empty() {
             return Ok(());
         }
-        let raw: Vec<&[u8]> = units.iter().map(|(_, d)| *d).collect();
-        let mut batch = EncodedBatch::default();
-        self.encoder.encode(&raw, &mut batch);
+        let mut batch = std::mem::take(&mut self.batch);
+        let mut raw: Vec<&[u8]> = Vec::with_capacity(COMMIT_SLICE_UNITS);
+        let mut result = Ok(());
+        for slice in units.chunks(COMMIT_SLICE_UNITS) {
+            raw.clear();
+            raw.extend(slice.iter().map(|(_, d)| *d));
+            self.encoder.encode(&raw, &mut batch);
+            result = self.apply(slice, &batch);
+            if result.is_err() {
+                break;
+            }
+        }
+        self.batch = batch;
+        result
+    }
+
+    /// The in-order half of a commit: dedup, place, map.
+    fn apply(&mut self, units: &[(Lpn, &[u8])], batch: &EncodedBatch) -> Result<(), DriveError> {
         for (i, (lpn, data)) in units.iter().enumerate() {
             let enc = batch.units()[i];
             self.clock += 1;

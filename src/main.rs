@@ -56,7 +56,7 @@ struct DriveArgs {
     #[arg(long)]
     capacity: Option<ByteSize>,
     /// Over-provisioning of the data blocks: (physical - logical) / logical, GC reserve excluded.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     op: Option<f64>,
     /// NAND pages per erase block (the array keeps its physical size unless --op is given).
     #[arg(long)]
@@ -179,10 +179,10 @@ struct WaArgs {
     #[arg(long, value_parser = parse_pct, default_value = "0")]
     trim_pct: u8,
     /// Random-write drive-writes before measuring.
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, default_value_t = 2.0, allow_negative_numbers = true)]
     precondition: f64,
     /// Random-write drive-writes measured.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     measure: f64,
     #[command(flatten)]
     out: Output,
@@ -221,7 +221,26 @@ enum Failure {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if e.use_stderr() => {
+            // One line naming the flag and what it accepts; no usage dump.
+            let text = e.to_string();
+            let line: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information"))
+                .map(|l| l.trim_start_matches("error: "))
+                .collect();
+            eprintln!("duraflash: error: {}", line.join("; "));
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            // --help and --version.
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+    };
     let result = match cli.command {
         Command::Wa(args) => run_wa(args),
     };
@@ -282,6 +301,7 @@ fn run_wa(args: WaArgs) -> Result<(), Failure> {
         precondition: args.precondition,
         measure: args.measure,
     };
+    spec.validate(&cfg).map_err(Failure::Usage)?;
     let mut drive = Drive::new(cfg.clone()).map_err(|e| Failure::Usage(e.to_string()))?;
     let bar = progress_bar(args.out.quiet);
     let mut progress = |phase: &str, f: f64| {
@@ -290,13 +310,7 @@ fn run_wa(args: WaArgs) -> Result<(), Failure> {
             b.set_position((f * 1000.0) as u64);
         }
     };
-    let report = wa::run(&mut drive, &spec, cfg.seed, &mut progress).map_err(|e| {
-        if e.starts_with("--") || e.starts_with("request size") {
-            Failure::Usage(e)
-        } else {
-            Failure::Run(e)
-        }
-    })?;
+    let report = wa::run(&mut drive, &spec, cfg.seed, &mut progress).map_err(Failure::Run)?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }

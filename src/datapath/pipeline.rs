@@ -35,7 +35,7 @@ pub struct EncodedUnit {
 }
 
 /// Reusable output buffers for a batch: one slot of `stride` bytes a unit.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct EncodedBatch {
     arena: Vec<u8>,
     stride: usize,

@@ -10,6 +10,7 @@
 use serde::Serialize;
 
 use crate::analytic;
+use crate::config::DriveConfig;
 use crate::controller::{Drive, Stats};
 use crate::error::DriveError;
 use crate::pattern::{unit_seed, DataSpec, PatternGen};
@@ -39,6 +40,29 @@ pub struct WaSpec {
     pub precondition: f64,
     /// Random-write drive-writes measured.
     pub measure: f64,
+}
+
+impl WaSpec {
+    /// Checks the spec against the drive it will run on, naming the bad flag.
+    pub fn validate(&self, cfg: &DriveConfig) -> Result<(), String> {
+        let unit = u64::from(cfg.unit_bytes);
+        if self.request_bytes == 0 || self.request_bytes % unit != 0 {
+            return Err(format!("--bs {} is not a positive multiple of the {unit}-byte unit", self.request_bytes));
+        }
+        if self.request_bytes > cfg.logical_bytes {
+            return Err(format!("--bs {} is larger than the drive", self.request_bytes));
+        }
+        if !(self.precondition.is_finite() && self.precondition >= 0.0) {
+            return Err(format!("--precondition {} must be a non-negative number of drive-writes", self.precondition));
+        }
+        if !(self.measure.is_finite() && self.measure > 0.0) {
+            return Err(format!("--measure {} must be a positive number of drive-writes", self.measure));
+        }
+        if self.trim_pct > 100 {
+            return Err(format!("--trim-pct {} is over 100", self.trim_pct));
+        }
+        Ok(())
+    }
 }
 
 /// The analytic models at the measured operating point.
@@ -101,21 +125,7 @@ pub fn run(
     progress: &mut dyn FnMut(&str, f64),
 ) -> Result<WaReport, String> {
     let cfg = drive.config().clone();
-    let unit = u64::from(cfg.unit_bytes);
-    if spec.request_bytes == 0 || spec.request_bytes % unit != 0 {
-        return Err(format!("request size {} is not a positive multiple of the {unit}-byte unit", spec.request_bytes));
-    }
-    for (name, v) in [("precondition", spec.precondition), ("measure", spec.measure)] {
-        if !(v.is_finite() && v >= 0.0) {
-            return Err(format!("--{name} {v} must be a non-negative number of drive-writes"));
-        }
-    }
-    if spec.measure <= 0.0 {
-        return Err("--measure must be more than 0 drive-writes".into());
-    }
-    if spec.trim_pct > 100 {
-        return Err(format!("--trim-pct {} is over 100", spec.trim_pct));
-    }
+    spec.validate(&cfg)?;
     let slots = cfg.logical_bytes / spec.request_bytes;
     let mut gen = PatternGen::new(spec.data, unit_seed(seed, 1)).map_err(|e| e.to_string())?;
     let mut access = SlotStream::new(spec.access, slots, unit_seed(seed, 2))?;

@@ -1,0 +1,89 @@
+//! The command line: bad input exits 2 with one line, results are
+//! deterministic, JSON carries what the issue names.
+
+use std::process::{Command, Output};
+
+fn duraflash(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_duraflash")).args(args).output().expect("binary runs")
+}
+
+/// A quick content-free `wa` run (no bytes generated, hashed or stored).
+const QUICK: [&str; 14] = [
+    "wa",
+    "--capacity",
+    "256MiB",
+    "--compression",
+    "off",
+    "--dedup",
+    "off",
+    "--media",
+    "metadata-only",
+    "--precondition",
+    "0.5",
+    "--measure",
+    "0.5",
+    "--quiet",
+];
+
+#[test]
+fn bad_input_exits_2_with_one_line_naming_the_problem() {
+    let cases: [(&[&str], &str); 12] = [
+        (&["wa", "--bogus"], "--bogus"),
+        (&["wa", "--capacity", "12XB"], "--capacity"),
+        (&["wa", "--capacity", "lots"], "--capacity"),
+        (&["wa", "--capacity", "1TB"], "capacity"),
+        (&["wa", "--op", "0"], "op"),
+        (&["wa", "--op", "-0.5"], "op"),
+        (&["wa", "--gc", "lru"], "greedy, cost-benefit, fifo"),
+        (&["wa", "--compression", "maybe"], "on, off"),
+        (&["wa", "--preset", "nope"], "sf2281-240g"),
+        (&["wa", "--bs", "3000"], "--bs"),
+        (&["wa", "--compress-pct", "120"], "--compress-pct"),
+        (&["wa", "--workload", "zipf:abc"], "--workload"),
+    ];
+    for (args, needle) in cases {
+        let out = duraflash(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?} printed more than one line: {err}");
+        assert!(err.contains(needle), "{args:?}: '{err}' does not mention {needle}");
+        assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+        assert!(out.stdout.is_empty(), "{args:?} printed to stdout");
+    }
+}
+
+#[test]
+fn wa_json_has_the_named_fields_and_is_byte_identical_for_a_seed() {
+    let mut args = QUICK.to_vec();
+    args.extend(["--seed", "7", "--json", "-"]);
+    let a = duraflash(&args);
+    assert_eq!(a.status.code(), Some(0), "{}", String::from_utf8_lossy(&a.stderr));
+    let b = duraflash(&args);
+    assert_eq!(a.stdout, b.stdout, "same seed, same JSON");
+    let v: serde_json::Value = serde_json::from_slice(&a.stdout).expect("stdout is JSON");
+    for key in [
+        "waf",
+        "host_bytes",
+        "nand_bytes",
+        "gc_relocated_bytes",
+        "erases",
+        "compression_ratio",
+        "dedup_ratio",
+        "op",
+        "pages_per_block",
+        "capacity_bytes",
+        "seed",
+        "config",
+        "command",
+        "version",
+    ] {
+        assert!(v.get(key).is_some(), "JSON lacks {key}");
+    }
+    assert_eq!(v["seed"], 7);
+    assert!(v["waf"].as_f64().unwrap() > 1.0);
+    assert!(String::from_utf8_lossy(&a.stderr).contains("WAF"), "summary moves to stderr");
+
+    let mut other = QUICK.to_vec();
+    other.extend(["--seed", "8", "--json", "-"]);
+    assert_ne!(duraflash(&other).stdout, a.stdout, "another seed, other numbers");
+}
