@@ -60,6 +60,10 @@ pub struct Stats {
     pub dedup_hits: u64,
     /// Unit writes that created a new chunk.
     pub new_chunks: u64,
+    /// Raw bytes of the units that created new chunks.
+    pub new_raw_bytes: u64,
+    /// Stored (compressed) bytes of the new chunks.
+    pub new_stored_bytes: u64,
     /// Pages programmed, host data and GC relocation together.
     pub nand_pages_programmed: u64,
     /// `nand_pages_programmed` x page size (SMART 233 style).
@@ -434,25 +438,41 @@ impl Drive {
         Ok(unmapped)
     }
 
-    /// Runs GC while free blocks are under the low watermark.
+    /// Runs GC while free blocks are under the low watermark. Fails rather
+    /// than spin when collections stop gaining space.
     fn foreground_gc(&mut self) -> Result<(), DriveError> {
+        let mut fruitless = 0;
         while self.space.free_blocks() < self.config.gc.low_watermark {
+            let before = self.space.unwritten_bytes();
             if !self.collect_one()? {
                 return Err(DriveError::NoSpace(format!(
                     "{} free blocks and no block with reclaimable space",
                     self.space.free_blocks()
                 )));
             }
+            fruitless = if self.space.unwritten_bytes() > before { 0 } else { fruitless + 1 };
+            if fruitless > self.config.geometry.total_blocks() {
+                return Err(DriveError::NoSpace("garbage collection no longer gains space".into()));
+            }
         }
         Ok(())
     }
 
     /// Idle-time GC: cleans blocks until the high watermark of free blocks
-    /// is reached or nothing is reclaimable. Returns the blocks cleaned.
+    /// is reached, nothing is reclaimable, or a collection gains no space
+    /// (moving a block's live data would only pad another). Returns the
+    /// blocks cleaned.
     pub fn idle_gc(&mut self) -> Result<u32, DriveError> {
         let mut cleaned = 0;
-        while self.space.free_blocks() < self.config.gc.high_watermark && self.collect_one()? {
+        while self.space.free_blocks() < self.config.gc.high_watermark {
+            let before = self.space.unwritten_bytes();
+            if !self.collect_one()? {
+                break;
+            }
             cleaned += 1;
+            if self.space.unwritten_bytes() <= before {
+                break;
+            }
         }
         Ok(cleaned)
     }
@@ -544,6 +564,8 @@ impl Drive {
             host_trim_units: c.host_trim_units,
             dedup_hits: c.dedup_hits,
             new_chunks: c.new_chunks,
+            new_raw_bytes: c.new_raw_bytes,
+            new_stored_bytes: c.new_stored_bytes,
             nand_pages_programmed: n.pages_programmed,
             nand_bytes_programmed: n.pages_programmed * page_bytes,
             nand_pages_read: n.pages_read,

@@ -27,9 +27,11 @@ pub mod config;
 pub mod controller;
 pub mod datapath;
 pub mod error;
+pub mod fio;
 pub mod ftl;
 pub mod nand;
 pub mod pattern;
+pub mod plot;
 pub mod units;
 pub mod workload;
 

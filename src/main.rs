@@ -377,8 +377,9 @@ fn wa_summary(cfg: &DriveConfig, r: &WaReport) -> String {
     match &r.model {
         Some(m) => {
             s += &format!(
-                "model      greedy {:.3}, FIFO {:.3}  (alpha {:.4}, {:.0} chunks/block, data reduced to {:.3})\n",
-                m.greedy, m.fifo, m.alpha, m.chunks_per_block, m.reduction
+                "model      greedy {:.3}, FIFO {:.3}  (alpha {:.4}, {:.0} chunks/block, live data {:.3} of logical, \
+                 {:.3} stored bytes per host byte)\n",
+                m.greedy, m.fifo, m.alpha, m.chunks_per_block, m.reduction, m.write_cost
             );
             s += &format!("           measured / greedy model = {:.3}\n", r.waf / m.greedy);
         }

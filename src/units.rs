@@ -88,6 +88,27 @@ impl Fingerprint {
     }
 }
 
+/// A point in simulated time, in nanoseconds since the drive was built.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct SimTime(pub u64);
+
+impl SimTime {
+    /// Time zero.
+    pub const ZERO: SimTime = SimTime(0);
+
+    /// Seconds as a float, for reports.
+    pub fn secs(self) -> f64 {
+        self.0 as f64 / 1e9
+    }
+}
+
+impl std::ops::Add<u64> for SimTime {
+    type Output = SimTime;
+    fn add(self, ns: u64) -> SimTime {
+        SimTime(self.0.saturating_add(ns))
+    }
+}
+
 /// A byte count parsed from user input.
 ///
 /// Accepts plain bytes (`4096`), SI suffixes (`240GB` = 240e9, `kB`, `MB`,

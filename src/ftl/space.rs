@@ -37,8 +37,10 @@ pub enum BlockState {
 #[derive(Clone, Debug)]
 struct BlockMeta {
     state: BlockState,
-    /// Bytes of live chunks. Invariant: live_bytes <= written bytes.
+    /// Bytes of live chunks. Invariant: live_bytes <= data_bytes.
     live_bytes: u32,
+    /// Bytes of chunks appended since the last erase (padding excluded).
+    data_bytes: u32,
     sealed_seq: u64,
     last_write: u64,
     /// Chunk ids appended since the last erase (stale ones included).
@@ -82,8 +84,14 @@ impl Space {
     /// All blocks free, nothing open.
     pub fn new(geometry: &Geometry, keep_data: bool) -> Self {
         let dies = geometry.dies() as usize;
-        let meta =
-            BlockMeta { state: BlockState::Free, live_bytes: 0, sealed_seq: 0, last_write: 0, summary: Vec::new() };
+        let meta = BlockMeta {
+            state: BlockState::Free,
+            live_bytes: 0,
+            data_bytes: 0,
+            sealed_seq: 0,
+            last_write: 0,
+            summary: Vec::new(),
+        };
         let free = (0..dies)
             .map(|d| {
                 let first = d as u32 * geometry.blocks_per_die;
@@ -153,6 +161,7 @@ impl Space {
         self.meta.iter().enumerate().filter(|(_, m)| m.state == BlockState::Sealed).map(move |(i, m)| BlockView {
             block: BlockId(i as u32),
             live_bytes: m.live_bytes,
+            data_bytes: m.data_bytes,
             capacity_bytes: self.block_bytes,
             sealed_seq: m.sealed_seq,
             age: now.saturating_sub(m.last_write),
@@ -243,6 +252,7 @@ impl Space {
         open.write_point = end;
         let m = &mut self.meta[block.0 as usize];
         m.live_bytes += len;
+        m.data_bytes += len;
         m.last_write = now;
         m.summary.push(chunk);
         if end == self.block_bytes {
@@ -332,6 +342,7 @@ impl Space {
         m.summary = summary;
         m.state = BlockState::Free;
         m.live_bytes = 0;
+        m.data_bytes = 0;
         nand.erase(block);
         let die = (block.0 / self.blocks_per_die) as usize;
         self.free[die].push_back(block);
@@ -355,6 +366,7 @@ impl Space {
                 let m = &mut self.meta[i];
                 m.state = BlockState::Free;
                 m.live_bytes = 0;
+                m.data_bytes = 0;
                 m.summary.clear();
                 let die = (block.0 / self.blocks_per_die) as usize;
                 self.free[die].push_back(block);

@@ -9,8 +9,11 @@ use crate::units::BlockId;
 pub struct BlockView {
     /// The block.
     pub block: BlockId,
-    /// Bytes of live chunks in it. Invariant: live_bytes <= capacity_bytes.
+    /// Bytes of live chunks in it. Invariant: live_bytes <= data_bytes.
     pub live_bytes: u32,
+    /// Bytes of chunks ever appended since its erase (live or dead; block
+    /// tail padding excluded). Invariant: data_bytes <= capacity_bytes.
+    pub data_bytes: u32,
     /// Bytes the block can hold.
     pub capacity_bytes: u32,
     /// Order in which blocks were sealed (smaller = older).
@@ -20,8 +23,11 @@ pub struct BlockView {
 }
 
 impl BlockView {
+    /// Whether cleaning frees anything: dead chunks, not just the tail
+    /// padding (relocation would leave as much padding elsewhere, so a
+    /// block whose only waste is padding is never worth cleaning).
     fn reclaimable(&self) -> bool {
-        self.live_bytes < self.capacity_bytes
+        self.live_bytes < self.data_bytes
     }
 
     /// Rosenblum & Ousterhout's benefit/cost: (1 - u) x age / (1 + u),
@@ -55,7 +61,14 @@ mod tests {
     use super::*;
 
     fn view(block: u32, live: u32, seq: u64, age: u64) -> BlockView {
-        BlockView { block: BlockId(block), live_bytes: live, capacity_bytes: 100, sealed_seq: seq, age }
+        BlockView {
+            block: BlockId(block),
+            live_bytes: live,
+            data_bytes: 100,
+            capacity_bytes: 100,
+            sealed_seq: seq,
+            age,
+        }
     }
 
     #[test]
@@ -77,6 +90,14 @@ mod tests {
         assert_eq!(choose(GcPolicy::Greedy, v), Some(BlockId(1)));
         let empty = [view(0, 0, 0, 0), view(1, 50, 1, 1_000_000)];
         assert_eq!(choose(GcPolicy::CostBenefit, empty), Some(BlockId(0)), "an empty block is free to clean");
+    }
+
+    #[test]
+    fn padding_alone_is_not_reclaimable() {
+        let padded = BlockView { data_bytes: 90, ..view(0, 90, 0, 5) };
+        for p in [GcPolicy::Greedy, GcPolicy::Fifo, GcPolicy::CostBenefit] {
+            assert_eq!(choose(p, [padded]), None);
+        }
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! drive-writes. Alongside the measurement it evaluates the analytic
 //! models ([`crate::analytic`]) at the space the data really had: the
 //! physical bytes minus the time-averaged unwritten space (free blocks and
-//! open-block tails), over the time-averaged stored bytes of live data.
+//! open-block tails), over the time-averaged stored bytes of live data;
+//! with compression or dedup each host write first costs only the stored
+//! bytes it creates, so the model is that cost times the relocation WA.
 
 use serde::Serialize;
 
@@ -74,9 +76,12 @@ pub struct ModelPoint {
     pub chunks_per_block: f64,
     /// Live stored bytes / logical bytes (data reduction, 1 = none).
     pub reduction: f64,
-    /// Desnoyers' greedy model, scaled by `reduction`.
+    /// Stored bytes of new chunks per host byte written in the measured
+    /// phase: what a host write costs before GC (compression x dedup).
+    pub write_cost: f64,
+    /// Desnoyers' greedy model: `write_cost` x WA_greedy(alpha, chunks per block).
     pub greedy: f64,
-    /// The LRW/FIFO model, scaled by `reduction`.
+    /// The LRW/FIFO model: `write_cost` x WA_fifo(alpha).
     pub fifo: f64,
 }
 
@@ -175,13 +180,15 @@ pub fn run(
         let alpha = (geometry.physical_bytes() as f64 - unwritten) / live;
         let chunks_per_block = geometry.block_bytes() as f64 * chunks / live;
         let reduction = live / cfg.logical_bytes as f64;
+        let write_cost = (after.new_stored_bytes - before.new_stored_bytes) as f64 / host_bytes as f64;
         let np = chunks_per_block.round().max(1.0) as u32;
         ModelPoint {
             alpha,
             chunks_per_block,
             reduction,
-            greedy: reduction * analytic::wa_greedy(alpha, np),
-            fifo: reduction * analytic::wa_fifo(alpha),
+            write_cost,
+            greedy: write_cost * analytic::wa_greedy(alpha, np),
+            fifo: write_cost * analytic::wa_fifo(alpha),
         }
     });
     Ok(WaReport {

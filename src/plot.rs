@@ -1,0 +1,786 @@
+//! SVG charts for benchmark reports: HD Tach-style throughput curves, ATTO transfer-size sweeps
+//! (log2 x axis), WAF-vs-OP curves and grouped bar charts, drawn with `plotters`' SVG backend.
+//!
+//! Text is emitted as SVG `<text>` elements, so rendering needs no system font library. Non-finite
+//! values are skipped; a chart without data still shows its axes and a "no data" note. The legend
+//! goes into the first plot corner free of data, or the y axis gets headroom to make one free.
+
+use std::fmt;
+use std::ops::Range;
+use std::path::Path;
+
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
+use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// Error while rendering or writing a chart.
+#[derive(Debug)]
+pub struct PlotError(pub String);
+
+impl fmt::Display for PlotError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "plot: {}", self.0)
+    }
+}
+
+impl std::error::Error for PlotError {}
+
+impl<E: std::error::Error + Send + Sync> From<DrawingAreaErrorKind<E>> for PlotError {
+    fn from(e: DrawingAreaErrorKind<E>) -> Self {
+        PlotError(e.to_string())
+    }
+}
+
+/// One named curve or set of points.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A line chart with one curve per series; series 9 and up are dashed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LineChart {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub series: Vec<Series>,
+    /// Start the y axis at zero (or below, for negative data).
+    pub y_from_zero: bool,
+    /// Base-2 logarithmic x axis with byte-size tick labels (0.5K, 1K, ... 8M); x <= 0 is skipped.
+    pub x_log2: bool,
+    pub width: u32,
+    pub height: u32,
+}
+
+impl Default for LineChart {
+    fn default() -> Self {
+        LineChart {
+            title: String::new(),
+            x_label: String::new(),
+            y_label: String::new(),
+            series: Vec::new(),
+            y_from_zero: false,
+            x_log2: false,
+            width: DEFAULT_WIDTH,
+            height: DEFAULT_HEIGHT,
+        }
+    }
+}
+
+/// Grouped vertical bars: one cluster per category, one bar (and legend entry) per group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BarChart {
+    pub title: String,
+    pub y_label: String,
+    pub categories: Vec<String>,
+    /// (group name, one value per category); missing or non-finite values leave a gap.
+    pub groups: Vec<(String, Vec<f64>)>,
+    pub width: u32,
+    pub height: u32,
+}
+
+impl Default for BarChart {
+    fn default() -> Self {
+        BarChart {
+            title: String::new(),
+            y_label: String::new(),
+            categories: Vec::new(),
+            groups: Vec::new(),
+            width: DEFAULT_WIDTH,
+            height: DEFAULT_HEIGHT,
+        }
+    }
+}
+
+const DEFAULT_WIDTH: u32 = 900;
+const DEFAULT_HEIGHT: u32 = 500;
+const FONT: &str = "sans-serif";
+/// Okabe-Ito colour-blind-safe palette (yellow swapped for olive, which reads on white).
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(0x00, 0x72, 0xB2),
+    RGBColor(0xD5, 0x5E, 0x00),
+    RGBColor(0x00, 0x9E, 0x73),
+    RGBColor(0xCC, 0x79, 0xA7),
+    RGBColor(0xE6, 0x9F, 0x00),
+    RGBColor(0x56, 0xB4, 0xE9),
+    RGBColor(0x33, 0x33, 0x33),
+    RGBColor(0x99, 0x99, 0x33),
+];
+const TEXT: RGBColor = RGBColor(0x22, 0x22, 0x22);
+const MUTED: RGBColor = RGBColor(0x80, 0x80, 0x80);
+const AXIS: RGBColor = RGBColor(0x55, 0x55, 0x55);
+const GRID: RGBColor = RGBColor(0xD9, 0xD9, 0xD9);
+const GRID_LIGHT: RGBColor = RGBColor(0xF0, 0xF0, 0xF0);
+const TITLE_PX: f64 = 22.0;
+const DESC_PX: f64 = 16.0;
+const TICK_PX: f64 = 14.0;
+const LEGEND_PX: f64 = 15.0;
+const VALUE_PX: f64 = 12.0;
+/// Gap between the plot edge and the legend box, in pixels.
+const LEGEND_INSET: i32 = 10;
+/// Series with at most this many points get a marker on every point.
+const MARKER_MAX_POINTS: usize = 24;
+
+/// Text style whose SVG `font-size` is `px` (plotters divides the size by 1.24 when writing SVG).
+fn font(px: f64) -> TextStyle<'static> {
+    (FONT, px * 1.24).into_font().color(&TEXT)
+}
+
+/// Generous width estimate of `text` at `px` (sans-serif glyphs average about 0.6 em).
+fn text_width(px: f64, text: &str) -> i32 {
+    (0.6 * px * text.chars().count() as f64).ceil() as i32
+}
+
+/// Draws a line chart into an SVG file at `path`.
+pub fn line_chart(path: &Path, chart: &LineChart) -> Result<(), PlotError> {
+    check_size(chart.width, chart.height)?;
+    let series: Vec<Vec<(f64, f64)>> = chart
+        .series
+        .iter()
+        .map(|s| {
+            s.points
+                .iter()
+                .filter(|(x, y)| x.is_finite() && y.is_finite() && (!chart.x_log2 || *x > 0.0))
+                .map(|&(x, y)| (if chart.x_log2 { x.log2() } else { x }, y))
+                .collect()
+        })
+        .collect();
+    let all = || series.iter().flatten();
+    let has_data = all().next().is_some();
+    let (xs, ys) = (bounds(all().map(|p| p.0)), bounds(all().map(|p| p.1)));
+
+    let x = match xs {
+        Some((lo, hi)) if chart.x_log2 => log2_axis(lo, hi),
+        None if chart.x_log2 => log2_axis(0.0, 10.0),
+        Some((lo, hi)) => {
+            let (lo, hi) = widen(lo, hi);
+            // Fewer ticks when long labels would collide.
+            let fits = |a: &Axis| {
+                let widest = a.ticks.iter().map(|&v| text_width(TICK_PX, &a.label(v))).max().unwrap_or(0);
+                (widest + 12) as usize * a.ticks.len() <= chart.width as usize * 3 / 4
+            };
+            (2..=10)
+                .rev()
+                .map(|n| linear_axis(lo, hi, n, false))
+                .find(fits)
+                .unwrap_or_else(|| linear_axis(lo, hi, 1, false))
+        }
+        None => linear_axis(0.0, 1.0, 5, false),
+    };
+    let y_range = |headroom_top: Option<f64>| {
+        let Some((mut lo, mut hi)) = ys else { return linear_axis(0.0, 1.0, 5, true) };
+        if chart.y_from_zero {
+            lo = lo.min(0.0);
+            hi = hi.max(0.0);
+        }
+        let (lo, hi) = widen(lo, hi);
+        let pad = 0.05 * (hi - lo);
+        let lo = if lo == 0.0 && chart.y_from_zero { 0.0 } else { lo - pad };
+        let hi = headroom_top.map_or(hi + pad, |f| (hi - lo * f) / (1.0 - f));
+        linear_axis(lo, hi, 8, true)
+    };
+
+    let mut legend = Legend {
+        entries: chart
+            .series
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !s.name.is_empty())
+            .map(|(i, s)| (s.name.clone(), i, Swatch::Line))
+            .collect(),
+        cols: 1,
+    };
+    let obstacles = |x: &Axis, y: &Axis, (w, h): (u32, u32), r: [f64; 4]| {
+        let map = |&(px, py): &(f64, f64)| (x.frac(px) * w as f64, (1.0 - y.frac(py)) * h as f64);
+        series
+            .iter()
+            .map(|pts| {
+                let mapped: Vec<(f64, f64)> = pts.iter().map(map).collect();
+                match mapped.as_slice() {
+                    [p] => usize::from(segment_hits_rect(*p, *p, r)),
+                    m => m.windows(2).filter(|w| segment_hits_rect(w[0], w[1], r)).count(),
+                }
+            })
+            .sum()
+    };
+
+    let root = SVGBackend::new(path, (chart.width, chart.height)).into_drawing_area();
+    let frame = Frame::new(&root, &chart.title, &chart.x_label, &chart.y_label)?;
+    let (y, corner) = place_legend(&frame, &x, y_range, &mut legend, 0, obstacles)?;
+    let x_fmt = |v: &f64| if chart.x_log2 { size_label(v.exp2()) } else { x.label(*v) };
+    let y_fmt = |v: &f64| y.label(*v);
+    let mut ctx = frame.build(&x, &y)?;
+    frame.draw_mesh(&mut ctx, &x_fmt, &y_fmt, true)?;
+
+    for (i, pts) in series.iter().enumerate() {
+        let style = PALETTE[i % PALETTE.len()].stroke_width(2);
+        if i < PALETTE.len() {
+            ctx.draw_series(LineSeries::new(pts.iter().copied(), style))?;
+        } else {
+            ctx.draw_series(DashedLineSeries::new(pts.iter().copied(), 8, 5, style))?;
+        }
+        if pts.len() <= MARKER_MAX_POINTS {
+            ctx.draw_series(pts.iter().map(|&p| Circle::new(p, 3, style.color.filled())))?;
+        }
+    }
+    finish(&ctx, &legend, corner, has_data)?;
+    root.present()?;
+    Ok(())
+}
+
+/// Draws a grouped vertical bar chart into an SVG file at `path`.
+pub fn bar_chart(path: &Path, chart: &BarChart) -> Result<(), PlotError> {
+    check_size(chart.width, chart.height)?;
+    let n = chart.categories.len();
+    let ng = chart.groups.len().max(1);
+    // (category, group, value) of every drawable bar.
+    let bars: Vec<(usize, usize, f64)> = chart
+        .groups
+        .iter()
+        .enumerate()
+        .flat_map(|(g, (_, vals))| vals.iter().take(n).enumerate().map(move |(c, &v)| (c, g, v)))
+        .filter(|b| b.2.is_finite())
+        .collect();
+    let has_data = !bars.is_empty();
+    let bar_x = |c: usize, g: usize| {
+        let w = 0.8 / ng as f64;
+        let x0 = c as f64 + 0.1 + g as f64 * w;
+        (x0 + 0.06 * w, x0 + 0.94 * w)
+    };
+
+    let ticks: Vec<f64> = (0..n).map(|c| c as f64 + 0.5).collect();
+    let x = Axis { range: 0.0..n.max(1) as f64, ticks, light: Vec::new(), decimals: 0, sci: false };
+    let vs = bounds(bars.iter().map(|b| b.2));
+    let y_range = |headroom_top: Option<f64>| {
+        let Some((lo, hi)) = vs else { return linear_axis(0.0, 1.0, 5, true) };
+        let (lo, hi) = widen(lo.min(0.0), hi.max(0.0));
+        let lo = if lo < 0.0 { lo - 0.08 * (hi - lo) } else { 0.0 };
+        let hi = headroom_top.map_or(hi + 0.08 * (hi - lo), |f| (hi - lo * f) / (1.0 - f));
+        linear_axis(lo, hi, 8, true)
+    };
+
+    let mut legend = Legend {
+        entries: chart
+            .groups
+            .iter()
+            .enumerate()
+            .filter(|(_, (name, _))| !name.is_empty())
+            .map(|(i, (name, _))| (name.clone(), i, Swatch::Box))
+            .collect(),
+        cols: 1,
+    };
+    let obstacles = |x: &Axis, y: &Axis, (w, h): (u32, u32), r: [f64; 4]| {
+        let (w, h) = (w as f64, h as f64);
+        bars.iter()
+            .filter(|&&(c, g, v)| {
+                let (x0, x1) = bar_x(c, g);
+                let (y0, y1) = ((1.0 - y.frac(v.max(0.0))) * h, (1.0 - y.frac(v.min(0.0))) * h);
+                // Value labels sit up to ~20 px beyond the bar end.
+                let bar = [x.frac(x0) * w, y0 - 20.0, x.frac(x1) * w, y1 + 20.0];
+                bar[0] < r[2] && r[0] < bar[2] && bar[1] < r[3] && r[1] < bar[3]
+            })
+            .count()
+    };
+
+    let root = SVGBackend::new(path, (chart.width, chart.height)).into_drawing_area();
+    let frame = Frame::new(&root, &chart.title, "", &chart.y_label)?;
+    let (y, corner) = place_legend(&frame, &x, y_range, &mut legend, 20, obstacles)?;
+    let mut ctx = frame.build(&x, &y)?;
+    let slot_px = ctx.plotting_area().dim_in_pixel().0 as f64 / n.max(1) as f64;
+    let max_chars = ((slot_px - 4.0) / (0.6 * TICK_PX)).max(2.0) as usize;
+    let x_fmt = |v: &f64| {
+        let label = chart.categories.get(v.floor().max(0.0) as usize).map_or("", String::as_str);
+        truncate(label, max_chars)
+    };
+    let y_fmt = |v: &f64| y.label(*v);
+    frame.draw_mesh(&mut ctx, &x_fmt, &y_fmt, false)?;
+
+    if y.range.start < 0.0 {
+        ctx.draw_series(std::iter::once(PathElement::new(vec![(x.range.start, 0.0), (x.range.end, 0.0)], AXIS)))?;
+    }
+    // Value labels with three significant digits of the largest value, on all bars or none.
+    let max_abs = bars.iter().map(|b| b.2.abs()).fold(0.0, f64::max);
+    let decimals = (2.0 - max_abs.log10().floor()).clamp(0.0, 3.0) as usize;
+    let value_label = |v: f64| format!("{v:.decimals$}");
+    let bar_px = bar_x(0, 0).1 - bar_x(0, 0).0;
+    let labelled = bars.iter().all(|b| text_width(VALUE_PX, &value_label(b.2)) as f64 <= bar_px * slot_px + 6.0);
+    let value_style = font(VALUE_PX);
+    for &(c, g, v) in &bars {
+        let (x0, x1) = bar_x(c, g);
+        let color = PALETTE[g % PALETTE.len()];
+        ctx.draw_series(std::iter::once(Rectangle::new([(x0, 0.0), (x1, v)], color.filled())))?;
+        if labelled {
+            let (dy, vpos) = if v < 0.0 { (4, VPos::Top) } else { (-4, VPos::Bottom) };
+            let text = Text::new(value_label(v), (0, dy), value_style.pos(Pos::new(HPos::Center, vpos)));
+            ctx.draw_series(std::iter::once(EmptyElement::at(((x0 + x1) / 2.0, v)) + text))?;
+        }
+    }
+    finish(&ctx, &legend, corner, has_data)?;
+    root.present()?;
+    Ok(())
+}
+
+fn check_size(width: u32, height: u32) -> Result<(), PlotError> {
+    if width < 300 || height < 200 {
+        return Err(PlotError(format!("chart size {width}x{height} is below the 300x200 minimum")));
+    }
+    Ok(())
+}
+
+/// Min and max of the values, or `None` when there are none.
+fn bounds(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+    values.fold(None, |acc, v| Some(acc.map_or((v, v), |(lo, hi): (f64, f64)| (lo.min(v), hi.max(v)))))
+}
+
+/// Widens a zero-width range so an axis can be drawn for it.
+fn widen(lo: f64, hi: f64) -> (f64, f64) {
+    if hi - lo > 1e-9 * hi.abs().max(lo.abs()) {
+        return (lo, hi);
+    }
+    let pad = (hi.abs() * 0.1).max(1.0);
+    if lo == 0.0 {
+        (0.0, hi + pad)
+    } else {
+        (lo - pad, hi + pad)
+    }
+}
+
+/// An axis: plotted range, labelled ticks, light grid lines and decimals for tick labels; it is
+/// its own plotters coordinate, so the ticks are exactly these.
+#[derive(Clone)]
+struct Axis {
+    range: Range<f64>,
+    ticks: Vec<f64>,
+    light: Vec<f64>,
+    decimals: usize,
+    /// Label ticks in scientific notation (steps of 1e5 and up).
+    sci: bool,
+}
+
+impl Axis {
+    fn frac(&self, v: f64) -> f64 {
+        (v - self.range.start) / (self.range.end - self.range.start)
+    }
+
+    fn label(&self, v: f64) -> String {
+        if v.abs() < 1e-12 * (self.range.end - self.range.start) {
+            return format!("{:.*}", self.decimals, 0.0);
+        }
+        if !self.sci {
+            return format!("{v:.*}", self.decimals);
+        }
+        // 2.5e11 rather than 250000000000.
+        let s = format!("{v:.3e}");
+        let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
+        format!("{}e{exp}", mantissa.trim_end_matches('0').trim_end_matches('.'))
+    }
+}
+
+impl Ranged for Axis {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, v: &f64, (lo, hi): (i32, i32)) -> i32 {
+        lo + ((hi - lo) as f64 * self.frac(*v)).round() as i32
+    }
+
+    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            self.light.clone()
+        } else {
+            self.ticks.clone()
+        }
+    }
+
+    fn range(&self) -> Range<f64> {
+        self.range.clone()
+    }
+}
+
+/// Linear axis with at most about `max_ticks` ticks at 1/2/5 steps; `snap` extends the range to
+/// whole steps.
+fn linear_axis(lo: f64, hi: f64, max_ticks: usize, snap: bool) -> Axis {
+    let raw = (hi - lo) / max_ticks as f64;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0].into_iter().map(|m| m * mag).find(|&s| s >= raw * (1.0 - 1e-9)).unwrap_or(mag);
+    let eps = 1e-9;
+    let (lo, hi) = if snap { ((lo / step + eps).floor() * step, (hi / step - eps).ceil() * step) } else { (lo, hi) };
+    let first = (lo / step - eps).ceil() as i64;
+    let last = (hi / step + eps).floor() as i64;
+    let ticks: Vec<f64> = (first..=last).map(|k| k as f64 * step).collect();
+    let light = (first - 1..=last).map(|k| (k as f64 + 0.5) * step).filter(|v| (lo..=hi).contains(v)).collect();
+    let decimals = (-step.log10().floor()).max(0.0) as usize;
+    Axis { range: lo..hi, ticks, light, decimals, sci: step >= 1e5 }
+}
+
+/// Axis over log2 values: whole powers of two, thinned to at most 16 labels.
+fn log2_axis(lo: f64, hi: f64) -> Axis {
+    let (lo, mut hi) = (lo.floor(), hi.ceil());
+    if hi <= lo {
+        hi = lo + 1.0;
+    }
+    let stride = ((hi - lo) / 16.0).ceil().max(1.0) as i64;
+    let (first, last) = (lo as i64, hi as i64);
+    let (ticks, light) = (first..=last).map(|k| k as f64).partition(|&v| (v as i64 - first) % stride == 0);
+    Axis { range: lo..hi, ticks, light, decimals: 0, sci: false }
+}
+
+/// Formats a byte count with binary units: 512 -> "0.5K", 1024 -> "1K", 8388608 -> "8M".
+fn size_label(bytes: f64) -> String {
+    let units = ["", "K", "M", "G", "T", "P"];
+    let mut unit = 0;
+    while unit + 1 < units.len() && bytes >= 0.5 * 1024f64.powi(unit as i32 + 1) {
+        unit += 1;
+    }
+    let v = bytes / 1024f64.powi(unit as i32);
+    let s = format!("{v:.2}");
+    format!("{}{}", s.trim_end_matches('0').trim_end_matches('.'), units[unit])
+}
+
+fn truncate(label: &str, max_chars: usize) -> String {
+    if label.chars().count() <= max_chars {
+        label.to_string()
+    } else {
+        let mut s: String = label.chars().take(max_chars - 1).collect();
+        s.push('…');
+        s
+    }
+}
+
+/// Whether the segment p0-p1 touches rectangle `r` = [x0, y0, x1, y1] (Liang-Barsky clipping).
+fn segment_hits_rect(p0: (f64, f64), p1: (f64, f64), r: [f64; 4]) -> bool {
+    let (dx, dy) = (p1.0 - p0.0, p1.1 - p0.1);
+    let (mut t0, mut t1) = (0.0f64, 1.0f64);
+    for (p, q) in [(-dx, p0.0 - r[0]), (dx, r[2] - p0.0), (-dy, p0.1 - r[1]), (dy, r[3] - p0.1)] {
+        if p == 0.0 {
+            if q < 0.0 {
+                return false;
+            }
+        } else {
+            let t = q / p;
+            if p < 0.0 {
+                t0 = t0.max(t);
+            } else {
+                t1 = t1.min(t);
+            }
+        }
+    }
+    t0 <= t1
+}
+
+type Ctx<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<Axis, Axis>>;
+
+/// Title and label areas shared by both chart kinds.
+struct Frame<'a, 'b> {
+    area: DrawingArea<SVGBackend<'b>, Shift>,
+    x_desc: &'a str,
+    y_desc: &'a str,
+    x_area: u32,
+}
+
+impl<'a, 'b> Frame<'a, 'b> {
+    /// Fills the background white and draws the title.
+    fn new(
+        root: &DrawingArea<SVGBackend<'b>, Shift>,
+        title: &str,
+        x_desc: &'a str,
+        y_desc: &'a str,
+    ) -> Result<Self, PlotError> {
+        root.fill(&WHITE)?;
+        let area = if title.is_empty() { root.clone() } else { root.titled(title, font(TITLE_PX))? };
+        let x_area = if x_desc.is_empty() { 34 } else { 58 };
+        Ok(Frame { area, x_desc, y_desc, x_area })
+    }
+
+    /// Chart over the axes; the y label area fits the widest y tick label.
+    fn build(&self, x: &Axis, y: &Axis) -> Result<Ctx<'_, 'b>, PlotError> {
+        let widest = y.ticks.iter().map(|&v| text_width(TICK_PX, &y.label(v))).max().unwrap_or(0);
+        let desc = if self.y_desc.is_empty() { 0 } else { 28 };
+        Ok(ChartBuilder::on(&self.area)
+            .margin_top(8)
+            .margin_bottom(8)
+            .margin_left(10)
+            .margin_right(30)
+            .x_label_area_size(self.x_area)
+            .y_label_area_size(widest as u32 + desc + 16)
+            .build_cartesian_2d(x.clone(), y.clone())?)
+    }
+
+    /// Plot area size in pixels for these axes.
+    fn plot_dims(&self, x: &Axis, y: &Axis) -> Result<(u32, u32), PlotError> {
+        Ok(self.build(x, y)?.plotting_area().dim_in_pixel())
+    }
+
+    /// Draws axes, tick labels, axis descriptions and grid lines (vertical ones if `x_grid`).
+    fn draw_mesh(
+        &self,
+        ctx: &mut Ctx<'_, 'b>,
+        x_fmt: &dyn Fn(&f64) -> String,
+        y_fmt: &dyn Fn(&f64) -> String,
+        x_grid: bool,
+    ) -> Result<(), PlotError> {
+        let mut mesh = ctx.configure_mesh();
+        mesh.x_desc(self.x_desc)
+            .y_desc(self.y_desc)
+            .axis_desc_style(font(DESC_PX))
+            .label_style(font(TICK_PX))
+            .x_label_formatter(x_fmt)
+            .y_label_formatter(y_fmt)
+            .bold_line_style(GRID)
+            .light_line_style(GRID_LIGHT)
+            .axis_style(AXIS);
+        if !x_grid {
+            mesh.disable_x_mesh();
+        }
+        Ok(mesh.draw()?)
+    }
+}
+
+/// How a legend entry shows its colour.
+#[derive(Clone, Copy)]
+enum Swatch {
+    Line,
+    Box,
+}
+
+/// Legend entries (label, palette index, swatch), laid out in `cols` columns.
+struct Legend {
+    entries: Vec<(String, usize, Swatch)>,
+    cols: usize,
+}
+
+impl Legend {
+    const PAD: i32 = 8;
+    const SWATCH: i32 = 26;
+
+    fn row_height() -> i32 {
+        (LEGEND_PX * 1.45).round() as i32
+    }
+
+    fn rows(&self) -> usize {
+        self.entries.len().div_ceil(self.cols)
+    }
+
+    fn col_width(&self) -> i32 {
+        let widest = self.entries.iter().map(|e| text_width(LEGEND_PX, &e.0)).max().unwrap_or(0);
+        2 * Self::PAD + Self::SWATCH + widest
+    }
+
+    fn dims(&self) -> (i32, i32) {
+        (Self::PAD + self.col_width() * self.cols as i32, 2 * Self::PAD + Self::row_height() * self.rows() as i32)
+    }
+
+    /// Top-left pixel of the legend in a `(w, h)` plot area for corner (right?, top?).
+    fn origin(&self, (w, h): (u32, u32), (right, top): (bool, bool)) -> (i32, i32) {
+        let (lw, lh) = self.dims();
+        let x = if right { w as i32 - lw - LEGEND_INSET } else { LEGEND_INSET };
+        let y = if top { LEGEND_INSET } else { h as i32 - lh - LEGEND_INSET };
+        (x, y)
+    }
+
+    fn draw(&self, area: &DrawingArea<SVGBackend<'_>, Shift>, (x, y): (i32, i32)) -> Result<(), PlotError> {
+        let (lw, lh) = self.dims();
+        area.draw(&Rectangle::new([(x, y), (x + lw, y + lh)], WHITE.mix(0.85).filled()))?;
+        area.draw(&Rectangle::new([(x, y), (x + lw, y + lh)], GRID.stroke_width(1)))?;
+        let style = font(LEGEND_PX).pos(Pos::new(HPos::Left, VPos::Center));
+        let rows = self.rows();
+        for (i, (label, idx, swatch)) in self.entries.iter().enumerate() {
+            let cy = y + Self::PAD + Self::row_height() * (i % rows) as i32 + Self::row_height() / 2;
+            let sx0 = x + Self::PAD + self.col_width() * (i / rows) as i32;
+            let sx1 = sx0 + Self::SWATCH;
+            let color = PALETTE[idx % PALETTE.len()];
+            match swatch {
+                Swatch::Line if *idx < PALETTE.len() => {
+                    area.draw(&PathElement::new(vec![(sx0, cy), (sx1, cy)], color.stroke_width(3)))?
+                }
+                Swatch::Line => {
+                    area.draw(&DashedPathElement::new(vec![(sx0, cy), (sx1, cy)], 8, 5, color.stroke_width(3)))?
+                }
+                Swatch::Box => area.draw(&Rectangle::new([(sx0 + 6, cy - 7), (sx1 - 6, cy + 7)], color.filled()))?,
+            }
+            area.draw(&Text::new(label.as_str(), (sx1 + Self::PAD, cy), style.clone()))?;
+        }
+        Ok(())
+    }
+}
+
+/// Picks the y axis and legend corner: the first corner (upper right, upper left, lower right,
+/// lower left) free of data, else the upper corner with the fewest hits after adding headroom.
+/// `y_range(Some(f))` must keep the top fraction `f` of the plot free of data; `extra` is the
+/// pixel room data marks need above their values; `hits` counts data marks inside a pixel rect.
+fn place_legend(
+    frame: &Frame<'_, '_>,
+    x: &Axis,
+    y_range: impl Fn(Option<f64>) -> Axis,
+    legend: &mut Legend,
+    extra: i32,
+    hits: impl Fn(&Axis, &Axis, (u32, u32), [f64; 4]) -> usize,
+) -> Result<(Axis, (bool, bool)), PlotError> {
+    let y = y_range(None);
+    if legend.entries.is_empty() {
+        return Ok((y, (true, true)));
+    }
+    let dims = frame.plot_dims(x, &y)?;
+    // Spread a tall legend over columns while it still fits the plot width.
+    while legend.cols < legend.entries.len()
+        && legend.dims().1 as f64 > 0.4 * dims.1 as f64
+        && legend.col_width() * (legend.cols as i32 + 1) < dims.0 as i32 * 9 / 10
+    {
+        legend.cols += 1;
+    }
+    let legend = &*legend;
+    let (lw, lh) = legend.dims();
+    let count = |y: &Axis, corner| {
+        let (lx, ly) = legend.origin(dims, corner);
+        hits(x, y, dims, [lx as f64 - 4.0, ly as f64 - 4.0, (lx + lw) as f64 + 4.0, (ly + lh) as f64 + 4.0])
+    };
+    let corners = [(true, true), (false, true), (true, false), (false, false)];
+    if let Some(&c) = corners.iter().find(|&&c| count(&y, c) == 0) {
+        return Ok((y, c));
+    }
+    let top = (LEGEND_INSET + lh + extra + 6) as f64 / dims.1.max(1) as f64;
+    if top >= 0.6 {
+        return Ok((y, (true, true)));
+    }
+    let y = y_range(Some(top));
+    let best = corners[..2].iter().copied().min_by_key(|&c| count(&y, c)).unwrap_or((true, true));
+    Ok((y, best))
+}
+
+/// Draws the legend and, for an empty chart, the "no data" note.
+fn finish(ctx: &Ctx<'_, '_>, legend: &Legend, corner: (bool, bool), has_data: bool) -> Result<(), PlotError> {
+    let area = ctx.plotting_area().strip_coord_spec();
+    let dims = area.dim_in_pixel();
+    if !has_data {
+        let style = font(20.0).color(&MUTED).pos(Pos::new(HPos::Center, VPos::Center));
+        area.draw(&Text::new("no data", (dims.0 as i32 / 2, dims.1 as i32 / 2), style))?;
+    }
+    if !legend.entries.is_empty() {
+        legend.draw(&area, legend.origin(dims, corner))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn out(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join("duraflash_plot_tests");
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    fn read_svg(path: &Path, texts: &[&str]) -> String {
+        let svg = std::fs::read_to_string(path).unwrap();
+        assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(80)]);
+        for t in texts {
+            assert!(svg.contains(t), "{} lacks {t:?}", path.display());
+        }
+        svg
+    }
+
+    fn curve(n: usize, f: impl Fn(f64) -> f64) -> Vec<(f64, f64)> {
+        (0..=n)
+            .map(|i| {
+                let x = 240.0 * i as f64 / n as f64;
+                (x, f(x))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn hd_tach_line_chart_with_nan() {
+        let mut tortured = curve(200, |x| 180.0 + 40.0 * (x / 17.0).sin());
+        tortured[50].1 = f64::NAN;
+        tortured[51].0 = f64::NAN;
+        let chart = LineChart {
+            title: "HD Tach: sequential read".into(),
+            x_label: "position (GB)".into(),
+            y_label: "MB/s".into(),
+            series: vec![
+                Series { name: "clean read".into(), points: curve(200, |x| 265.0 - x * 0.05) },
+                Series { name: "tortured read".into(), points: tortured },
+                Series { name: "after TRIM read".into(), points: curve(200, |x| 250.0 - (x / 30.0).cos() * 5.0) },
+            ],
+            y_from_zero: true,
+            ..Default::default()
+        };
+        let path = out("hdtach.svg");
+        line_chart(&path, &chart).unwrap();
+        let svg = read_svg(&path, &["HD Tach: sequential read", "clean read", "tortured read", "after TRIM read"]);
+        assert!(!svg.contains("NaN"));
+    }
+
+    #[test]
+    fn atto_log2_chart() {
+        let sizes: Vec<f64> = (9..=23).map(|k| 2f64.powi(k)).collect();
+        let read = sizes.iter().map(|&s| (s, 280.0 * s / (s + 16384.0))).collect();
+        let write = sizes.iter().map(|&s| (s, 250.0 * s / (s + 32768.0))).collect();
+        let chart = LineChart {
+            title: "ATTO: transfer size sweep".into(),
+            x_label: "transfer size (bytes)".into(),
+            y_label: "MB/s".into(),
+            series: vec![Series { name: "read".into(), points: read }, Series { name: "write".into(), points: write }],
+            y_from_zero: true,
+            x_log2: true,
+            ..Default::default()
+        };
+        let path = out("atto.svg");
+        line_chart(&path, &chart).unwrap();
+        read_svg(&path, &["ATTO: transfer size sweep", ">\n0.5K\n<", ">\n1K\n<", ">\n8M\n<", "read", "write"]);
+    }
+
+    #[test]
+    fn grouped_bar_chart() {
+        let chart = BarChart {
+            title: "Write amplification by corpus".into(),
+            y_label: "WAF".into(),
+            categories: vec!["zeros".into(), "text".into(), "database".into(), "random".into()],
+            groups: vec![
+                ("7% OP".into(), vec![0.12, 0.61, 0.83, 1.12]),
+                ("28% OP".into(), vec![0.11, 0.55, 0.71, f64::NAN]),
+            ],
+            ..Default::default()
+        };
+        let path = out("bars.svg");
+        bar_chart(&path, &chart).unwrap();
+        read_svg(&path, &["Write amplification by corpus", "7% OP", "28% OP", "database", "1.12"]);
+    }
+
+    #[test]
+    fn empty_charts_render_axes_and_note() {
+        let path = out("empty_line.svg");
+        let chart = LineChart {
+            title: "Empty".into(),
+            series: vec![Series { name: "nothing".into(), points: vec![(f64::NAN, 1.0)] }],
+            x_log2: true,
+            ..Default::default()
+        };
+        line_chart(&path, &chart).unwrap();
+        read_svg(&path, &["Empty", "no data", "nothing"]);
+        let path = out("empty_bars.svg");
+        bar_chart(&path, &BarChart { title: "No bars".into(), ..Default::default() }).unwrap();
+        read_svg(&path, &["No bars", "no data"]);
+    }
+
+    #[test]
+    fn bad_size_and_path_are_errors() {
+        let chart = LineChart { width: 10, ..Default::default() };
+        assert!(line_chart(&out("tiny.svg"), &chart).is_err());
+        let missing = std::env::temp_dir().join("duraflash_no_such_dir").join("x.svg");
+        assert!(line_chart(&missing, &LineChart::default()).is_err());
+    }
+
+    #[test]
+    fn size_labels() {
+        assert_eq!(size_label(512.0), "0.5K");
+        assert_eq!(size_label(1024.0), "1K");
+        assert_eq!(size_label(8.0 * 1024.0 * 1024.0), "8M");
+        assert_eq!(size_label(256.0), "256");
+    }
+}
