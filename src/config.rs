@@ -9,12 +9,17 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::ConfigError;
+use crate::timing::{HostLink, TimingParams};
 
 /// Names of the built-in presets, for [`DriveConfig::preset`].
 pub const PRESETS: [&str; 3] = ["sf2281-240g", "samsung830-64g", "intel-x25m-g2-160g"];
 
 /// Default mapping unit: 4 KiB, the size the controller compresses and maps.
 pub const DEFAULT_UNIT_BYTES: u32 = 4096;
+
+/// Mapping-table bytes the SF-2281 preset caches at full size (240 GB: a
+/// 234 MB map), about 1/64 of it; scaled with capacity.
+pub const SF2281_MAP_CACHE_BYTES: u64 = 4 << 20;
 
 /// Default foreground-GC trigger: collect while fewer free blocks remain.
 /// Two is the least that guarantees progress: a victim's live data always
@@ -149,6 +154,11 @@ pub struct DriveConfig {
     /// Seed from which every random stream of the drive and its workloads
     /// is derived.
     pub seed: u64,
+    /// Bytes of mapping table the controller caches; `None` caches all of
+    /// it (a drive with DRAM). Scaled with the capacity.
+    pub map_cache_bytes: Option<u64>,
+    /// Device timing.
+    pub timing: TimingParams,
 }
 
 impl DriveConfig {
@@ -159,7 +169,7 @@ impl DriveConfig {
             low_watermark: DEFAULT_LOW_WATERMARK,
             high_watermark: DEFAULT_HIGH_WATERMARK,
         };
-        let (logical_bytes, geometry, reduce) = match name {
+        let (logical_bytes, geometry, reduce, map_cache_bytes, timing) = match name {
             // SandForce SF-2281: 240 GB on 256 GiB of 25 nm MLC, 8 channels
             // of four 64 Gbit dies; 8 KiB pages, 256 pages (2 MiB) a block.
             "sf2281-240g" => (
@@ -173,6 +183,20 @@ impl DriveConfig {
                     pe_cycles: 3000,
                 },
                 true,
+                // No DRAM: map pages are cached in a few MiB of SRAM.
+                Some(SF2281_MAP_CACHE_BYTES),
+                TimingParams {
+                    read_ns: 50_000,
+                    program_ns: 1_300_000,
+                    erase_ns: 3_000_000,
+                    channel_bytes_per_sec: 200_000_000,
+                    engine_bytes_per_sec: 1_000_000_000,
+                    host_link: HostLink::Sata6g,
+                    command_service_ns: 8_000,
+                    command_latency_ns: 38_000,
+                    trim_range_ns: 2_000,
+                    read_window: Some(4),
+                },
             ),
             // Samsung 830 64 GB: 8 channels, one 64 Gbit 27 nm toggle die
             // each; 8 KiB pages, 128 pages (1 MiB) a block.
@@ -187,6 +211,19 @@ impl DriveConfig {
                     pe_cycles: 3000,
                 },
                 false,
+                None,
+                TimingParams {
+                    read_ns: 60_000,
+                    program_ns: 400_000,
+                    erase_ns: 3_000_000,
+                    channel_bytes_per_sec: 400_000_000,
+                    engine_bytes_per_sec: 1_000_000_000,
+                    host_link: HostLink::Sata6g,
+                    command_service_ns: 6_000,
+                    command_latency_ns: 8_000,
+                    trim_range_ns: 2_000,
+                    read_window: None,
+                },
             ),
             // Intel X25-M G2 160 GB: 10 channels of four 32 Gbit 34 nm dies;
             // 4 KiB pages, 128 pages (512 KiB) a block.
@@ -201,6 +238,19 @@ impl DriveConfig {
                     pe_cycles: 5000,
                 },
                 false,
+                None,
+                TimingParams {
+                    read_ns: 50_000,
+                    program_ns: 2_000_000,
+                    erase_ns: 3_000_000,
+                    channel_bytes_per_sec: 40_000_000,
+                    engine_bytes_per_sec: 1_000_000_000,
+                    host_link: HostLink::Sata3g,
+                    command_service_ns: 25_000,
+                    command_latency_ns: 60_000,
+                    trim_range_ns: 2_000,
+                    read_window: None,
+                },
             ),
             other => return Err(ConfigError::UnknownPreset(other.to_string())),
         };
@@ -214,6 +264,8 @@ impl DriveConfig {
             dedup: reduce,
             media: Media::Memory,
             seed: 0,
+            map_cache_bytes,
+            timing,
         })
     }
 
@@ -248,6 +300,11 @@ impl DriveConfig {
         let op = self.data_op();
         let mut cfg = self.clone();
         cfg.logical_bytes = logical;
+        let page = u64::from(self.geometry.page_bytes);
+        cfg.map_cache_bytes = self.map_cache_bytes.map(|b| {
+            let scaled = (b as f64 * logical as f64 / self.logical_bytes as f64) as u64;
+            scaled.div_ceil(page).max(1) * page
+        });
         // Nearest whole blocks per die keeps the ratio closest; a drive too
         // small for that rounds up instead.
         cfg.sized_for_op(op, f64::round).or_else(|_| cfg.sized_for_op(op, f64::ceil)).map_err(|e| match e {
@@ -291,6 +348,11 @@ impl DriveConfig {
     /// Mapping units on the drive.
     pub fn logical_units(&self) -> u64 {
         self.logical_bytes / u64::from(self.unit_bytes)
+    }
+
+    /// Map pages the controller caches (`None`: all).
+    pub fn map_cache_pages(&self) -> Option<usize> {
+        self.map_cache_bytes.map(|b| (b / u64::from(self.geometry.page_bytes)) as usize)
     }
 
     /// Host sectors on the drive.
@@ -364,6 +426,10 @@ impl DriveConfig {
                 format!("must be at least {DEFAULT_LOW_WATERMARK} so GC can always make progress"),
             ));
         }
+        if self.map_cache_bytes.is_some_and(|b| b < u64::from(g.page_bytes)) {
+            return Err(ConfigError::invalid("map_cache_bytes", "must hold at least one page (or be absent)"));
+        }
+        self.timing.validate().map_err(|(field, reason)| ConfigError::invalid(field, reason))?;
         if self.gc.high_watermark < self.gc.low_watermark {
             return Err(ConfigError::invalid("gc.high_watermark", "must be at least gc.low_watermark"));
         }

@@ -17,10 +17,43 @@ use crate::datapath::chunks::{ChunkStore, Extent};
 use crate::datapath::pipeline::{self, EncodedBatch, Encoder};
 use crate::error::{ConfigError, DriveError};
 use crate::ftl::map::L2pMap;
+use crate::ftl::map_cache::MapCache;
 use crate::ftl::space::{BlockState, Space};
 use crate::ftl::victim;
+use crate::host::HostQueue;
 use crate::nand::NandArray;
-use crate::units::{BlockId, ChunkId, Lba, Lpn, SECTOR_BYTES};
+use crate::nand::NandOp;
+use crate::timing::Timeline;
+use crate::units::{BlockId, ChunkId, DieId, Lba, Lpn, SimTime, SECTOR_BYTES};
+
+/// Limits the page reads one command has in flight.
+struct ReadWindow {
+    limit: Option<usize>,
+    in_flight: std::collections::BinaryHeap<std::cmp::Reverse<SimTime>>,
+}
+
+impl ReadWindow {
+    fn new(limit: Option<u32>) -> Self {
+        ReadWindow { limit: limit.map(|l| l as usize), in_flight: std::collections::BinaryHeap::new() }
+    }
+
+    /// When a page read that is ready at `ready` may be issued.
+    fn admit(&mut self, ready: SimTime) -> SimTime {
+        match self.limit {
+            Some(limit) if self.in_flight.len() >= limit => {
+                let std::cmp::Reverse(oldest) = self.in_flight.pop().expect("window is full");
+                ready.max(oldest)
+            }
+            _ => ready,
+        }
+    }
+
+    fn issued(&mut self, done: SimTime) {
+        if self.limit.is_some() {
+            self.in_flight.push(std::cmp::Reverse(done));
+        }
+    }
+}
 
 /// Units encoded together: enough to keep both pipeline threads busy, few
 /// enough that the compressed output (about 4 KiB a unit) stays in cache
@@ -130,6 +163,14 @@ pub struct Drive {
     clock: u64,
     /// Stored bytes of live chunks. Invariant: the sum of live extents.
     live_bytes: u64,
+    /// Busy-until clocks of dies, channels, engine, firmware and link.
+    timeline: Timeline,
+    /// Mapping-table pages held in controller memory.
+    map_cache: MapCache,
+    /// Completion time of the latest command: where untimed calls start.
+    now: SimTime,
+    /// Journal position where each request of the current batch began.
+    marks: Vec<usize>,
 }
 
 impl Drive {
@@ -151,6 +192,15 @@ impl Drive {
             counters: Counters::default(),
             clock: 0,
             live_bytes: 0,
+            timeline: Timeline::new(
+                config.timing.clone(),
+                config.geometry.page_bytes,
+                config.geometry.channels,
+                config.geometry.dies_per_channel,
+            ),
+            map_cache: MapCache::new(config.map_cache_pages(), u64::from(config.geometry.page_bytes / 4)),
+            now: SimTime::ZERO,
+            marks: Vec::new(),
             config,
         })
     }
@@ -201,16 +251,25 @@ impl Drive {
         Ok(sectors)
     }
 
-    /// Writes `data` (whole sectors) at `lba`.
+    /// Writes `data` (whole sectors) at `lba`, issued when the previous
+    /// command completed.
     pub fn write(&mut self, lba: Lba, data: &[u8]) -> Result<(), DriveError> {
         self.write_batch(&[(lba, data)])
     }
 
-    /// Writes several requests as one batch: the same result as writing
-    /// them one by one in order, but units of the whole batch are
-    /// compressed and hashed in parallel. All requests are validated before
-    /// any is applied.
+    /// Writes requests one after another (queue depth 1), with the
+    /// parallel pipeline of [`Drive::write_batch_on`].
     pub fn write_batch(&mut self, requests: &[(Lba, &[u8])]) -> Result<(), DriveError> {
+        let mut queue = HostQueue::new(1, self.now);
+        self.write_batch_on(requests, &mut queue)
+    }
+
+    /// Writes several requests issued through `queue`: the same state as
+    /// writing them one by one in order, but units of the whole batch are
+    /// compressed and hashed in parallel. Each request's completion time
+    /// comes from the NAND work it caused (foreground GC included). All
+    /// requests are validated before any is applied.
+    pub fn write_batch_on(&mut self, requests: &[(Lba, &[u8])], queue: &mut HostQueue) -> Result<(), DriveError> {
         let us = self.unit_sectors();
         let mut written_before: Vec<u64> = Vec::new();
         for (lba, data) in requests {
@@ -229,20 +288,22 @@ impl Drive {
                 }
             }
         }
+        self.start_journal();
         let unit = self.config.unit_bytes as usize;
-        let mut pending: Vec<(Lpn, &[u8])> = Vec::new();
-        for (lba, data) in requests {
+        let mut pending: Vec<(usize, Lpn, &[u8])> = Vec::new();
+        for (r, (lba, data)) in requests.iter().enumerate() {
             self.counters.host_write_bytes += data.len() as u64;
             let (first, end) = (lba.0, lba.0 + data.len() as u64 / SECTOR_BYTES);
             for lpn in first / us..end.div_ceil(us) {
                 let (ustart, uend) = (lpn * us, (lpn + 1) * us);
                 if ustart >= first && uend <= end {
                     let off = ((ustart - first) * SECTOR_BYTES) as usize;
-                    pending.push((Lpn(lpn), &data[off..off + unit]));
+                    pending.push((r, Lpn(lpn), &data[off..off + unit]));
                 } else {
                     // Read-modify-write: earlier units of the batch must land first.
                     self.commit(&pending)?;
                     pending.clear();
+                    self.begin_request(r);
                     let mut merged = self.read_unit(Lpn(lpn))?;
                     let lo = ustart.max(first);
                     let hi = uend.min(end);
@@ -250,16 +311,86 @@ impl Drive {
                     let src = ((lo - first) * SECTOR_BYTES) as usize;
                     let n = ((hi - lo) * SECTOR_BYTES) as usize;
                     merged[dst..dst + n].copy_from_slice(&data[src..src + n]);
-                    self.commit(&[(Lpn(lpn), &merged)])?;
+                    self.commit(&[(r, Lpn(lpn), &merged)])?;
                 }
             }
         }
-        self.commit(&pending)
+        self.commit(&pending)?;
+        let ops: Vec<NandOp> = self.nand.drain_journal().collect();
+        self.marks.push(ops.len());
+        for (r, (_, data)) in requests.iter().enumerate() {
+            let submitted = queue.submit_time();
+            let done = self.time_write(data.len() as u64, &ops[self.marks[r]..self.marks[r + 1]], submitted);
+            queue.complete(submitted, done);
+            self.now = self.now.max(done);
+        }
+        Ok(())
+    }
+
+    /// Starts a command batch: the journal is empty and no request marked.
+    fn start_journal(&mut self) {
+        debug_assert!(self.nand.journal().is_empty(), "NAND work left untimed");
+        self.marks.clear();
+    }
+
+    /// Notes that request `r`'s NAND work starts here in the journal.
+    fn begin_request(&mut self, r: usize) {
+        let at = self.nand.journal().len();
+        while self.marks.len() <= r {
+            self.marks.push(at);
+        }
+    }
+
+    /// Completion time of a write of `bytes` issued at `submitted` whose
+    /// NAND work was `ops`: firmware, host transfer, compression and hash,
+    /// then every page read (GC, read-modify-write, map), program (host
+    /// data and GC relocation) and erase on its die. The command completes
+    /// when all of it is done or handed to a die.
+    fn time_write(&mut self, bytes: u64, ops: &[NandOp], submitted: SimTime) -> SimTime {
+        let t = &mut self.timeline;
+        let accepted = t.firmware(submitted, 0);
+        let received = t.link(bytes, accepted);
+        let ready = if self.config.compression || self.config.dedup { t.engine(bytes, received) } else { received };
+        let mut done = ready;
+        let mut data_ready = ready;
+        for op in ops {
+            match *op {
+                NandOp::Read(DieId(d)) => {
+                    let at = t.page_read(d, ready);
+                    data_ready = data_ready.max(at);
+                    done = done.max(at);
+                }
+                NandOp::Program(DieId(d)) => done = done.max(t.page_program(d, data_ready)),
+                NandOp::Erase(DieId(d)) => done = done.max(t.erase(d, data_ready)),
+            }
+        }
+        done
+    }
+
+    /// Schedules journaled NAND work (secure erase, idle GC) from `at`,
+    /// returning when it is all done.
+    fn time_background(&mut self, at: SimTime) -> SimTime {
+        let mut done = at;
+        let mut data_ready = at;
+        let ops: Vec<NandOp> = self.nand.drain_journal().collect();
+        for op in ops {
+            let t = &mut self.timeline;
+            match op {
+                NandOp::Read(DieId(d)) => {
+                    let r = t.page_read(d, at);
+                    data_ready = data_ready.max(r);
+                    done = done.max(r);
+                }
+                NandOp::Program(DieId(d)) => done = done.max(t.page_program(d, data_ready) + t.params().program_ns),
+                NandOp::Erase(DieId(d)) => done = done.max(t.erase(d, data_ready)),
+            }
+        }
+        done
     }
 
     /// Stores whole units in order: encode in parallel, then dedup, place
     /// and map one by one.
-    fn commit(&mut self, units: &[(Lpn, &[u8])]) -> Result<(), DriveError> {
+    fn commit(&mut self, units: &[(usize, Lpn, &[u8])]) -> Result<(), DriveError> {
         if units.is_empty() {
             return Ok(());
         }
@@ -268,7 +399,7 @@ impl Drive {
         let mut result = Ok(());
         for slice in units.chunks(COMMIT_SLICE_UNITS) {
             raw.clear();
-            raw.extend(slice.iter().map(|(_, d)| *d));
+            raw.extend(slice.iter().map(|(_, _, d)| *d));
             self.encoder.encode(&raw, &mut batch);
             result = self.apply(slice, &batch);
             if result.is_err() {
@@ -280,8 +411,10 @@ impl Drive {
     }
 
     /// The in-order half of a commit: dedup, place, map.
-    fn apply(&mut self, units: &[(Lpn, &[u8])], batch: &EncodedBatch) -> Result<(), DriveError> {
-        for (i, (lpn, data)) in units.iter().enumerate() {
+    fn apply(&mut self, units: &[(usize, Lpn, &[u8])], batch: &EncodedBatch) -> Result<(), DriveError> {
+        for (i, (r, lpn, data)) in units.iter().enumerate() {
+            self.begin_request(*r);
+            self.lookup_map(*lpn);
             let enc = batch.units()[i];
             self.clock += 1;
             self.counters.host_write_units += 1;
@@ -345,10 +478,25 @@ impl Drive {
             let mut pages = Vec::new();
             let mut scratch = Vec::new();
             self.fetch(id, &mut out, &mut pages, &mut scratch)?;
-            self.nand.count_reads(pages.len() as u64);
+            for &(block, _) in &pages {
+                self.nand.journal_read(BlockId(block));
+            }
             self.counters.host_page_reads += pages.len() as u64;
         }
         Ok(out)
+    }
+
+    /// Looks `lpn` up in the map cache, journaling the read of its map page
+    /// on a miss.
+    fn lookup_map(&mut self, lpn: Lpn) {
+        if let Some(page) = self.map_cache.access(lpn.0) {
+            self.nand.journal_map_read(self.map_page_die(page));
+        }
+    }
+
+    /// The die holding map page `page` (map pages are striped over dies).
+    fn map_page_die(&self, page: u64) -> DieId {
+        DieId((page % u64::from(self.config.geometry.dies())) as u32)
     }
 
     /// Decodes chunk `id` into `out`, noting the NAND pages it needed.
@@ -369,57 +517,132 @@ impl Drive {
         pipeline::decode(scratch, out).map_err(|reason| DriveError::Corrupt { chunk: id.index(), reason })
     }
 
-    /// Reads `sectors` sectors from `lba`. Unmapped units read as zeros and
-    /// cost no NAND read; each distinct NAND page a request touches costs
-    /// one page read.
+    /// Reads `sectors` sectors from `lba`, issued when the previous
+    /// command completed. Unmapped units read as zeros.
     pub fn read(&mut self, lba: Lba, sectors: u64) -> Result<Vec<u8>, DriveError> {
+        let mut queue = HostQueue::new(1, self.now);
+        let data = self.read_on(lba, sectors, &mut queue, true)?;
+        Ok(data.unwrap_or_default())
+    }
+
+    /// Reads `sectors` sectors from `lba`, issued through `queue`. With
+    /// `want_data` the bytes are returned (a drive without stored data then
+    /// refuses reads of written units); without it only the time is
+    /// modelled, on any media.
+    ///
+    /// Cost: a map-cache miss reads the unit's map page first; each distinct
+    /// NAND page the request's units sit in is read once (units packed in a
+    /// page share the read; unmapped units and units still in the page
+    /// buffer cost none), at most `read_window` page reads in flight; each
+    /// unit is decompressed and crosses the host link as soon as its data
+    /// is in.
+    pub fn read_on(
+        &mut self,
+        lba: Lba,
+        sectors: u64,
+        queue: &mut HostQueue,
+        want_data: bool,
+    ) -> Result<Option<Vec<u8>>, DriveError> {
         if sectors == 0 {
             return Err(DriveError::Misaligned { len: 0, sector: SECTOR_BYTES });
         }
         self.check_range(lba, sectors)?;
-        let len = usize::try_from(sectors * SECTOR_BYTES).map_err(|_| DriveError::OutOfRange {
-            start: lba.0,
-            end: lba.0 + sectors,
-            capacity: self.capacity_sectors(),
-        })?;
+        let bytes = sectors * SECTOR_BYTES;
         let us = self.unit_sectors();
         let unit = self.config.unit_bytes as usize;
         let (first, end) = (lba.0, lba.0 + sectors);
-        if !self.keeps_data() && (first / us..end.div_ceil(us)).any(|l| self.map.get(Lpn(l)).is_some()) {
-            return Err(DriveError::NoData { what: "a read of a written unit" });
+        let mut out = Vec::new();
+        if want_data {
+            if !self.keeps_data() && (first / us..end.div_ceil(us)).any(|l| self.map.get(Lpn(l)).is_some()) {
+                return Err(DriveError::NoData { what: "a read of a written unit" });
+            }
+            let len = usize::try_from(bytes).map_err(|_| DriveError::OutOfRange {
+                start: lba.0,
+                end,
+                capacity: self.capacity_sectors(),
+            })?;
+            out = vec![0u8; len];
         }
-        let mut out = vec![0u8; len];
+        let submitted = queue.submit_time();
+        let accepted = self.timeline.firmware(submitted, 0);
+        let mut page_done: std::collections::HashMap<(u32, u32), SimTime> = std::collections::HashMap::new();
+        let mut window = ReadWindow::new(self.config.timing.read_window);
         let mut pages = Vec::new();
         let mut scratch = Vec::new();
         let mut unit_buf = vec![0u8; unit];
+        let mut done = accepted;
+        let mut nand_reads = 0u64;
         for lpn in first / us..end.div_ceil(us) {
-            let Some(id) = self.map.get(Lpn(lpn)) else { continue };
             let (ustart, uend) = (lpn * us, (lpn + 1) * us);
             let lo = ustart.max(first);
             let hi = uend.min(end);
-            let dst = ((lo - first) * SECTOR_BYTES) as usize;
-            let n = ((hi - lo) * SECTOR_BYTES) as usize;
-            if lo == ustart && hi == uend {
-                self.fetch(id, &mut out[dst..dst + n], &mut pages, &mut scratch)?;
-            } else {
-                self.fetch(id, &mut unit_buf, &mut pages, &mut scratch)?;
-                let src = ((lo - ustart) * SECTOR_BYTES) as usize;
-                out[dst..dst + n].copy_from_slice(&unit_buf[src..src + n]);
+            let covered = (hi - lo) * SECTOR_BYTES;
+            let Some(id) = self.map.get(Lpn(lpn)) else {
+                done = self.timeline.link(covered, accepted);
+                continue;
+            };
+            let mut ready = accepted;
+            if let Some(map_page) = self.map_cache.access(lpn) {
+                let die = self.map_page_die(map_page).0;
+                let start = window.admit(accepted);
+                ready = self.timeline.page_read(die, start);
+                window.issued(ready);
             }
+            pages.clear();
+            let extent = self.chunks.get(id).extent;
+            self.space.nand_pages(&self.nand, extent, &mut pages);
+            let mut data_in = ready;
+            for &(block, page) in &pages {
+                let at = match page_done.get(&(block, page)) {
+                    Some(&t) => t,
+                    None => {
+                        let die = self.nand.die_of(BlockId(block)).0;
+                        let start = window.admit(ready);
+                        let t = self.timeline.page_read(die, start);
+                        window.issued(t);
+                        page_done.insert((block, page), t);
+                        nand_reads += 1;
+                        t
+                    }
+                };
+                data_in = data_in.max(at);
+            }
+            if want_data {
+                let dst = ((lo - first) * SECTOR_BYTES) as usize;
+                let n = covered as usize;
+                if lo == ustart && hi == uend {
+                    self.fetch(id, &mut out[dst..dst + n], &mut Vec::new(), &mut scratch)?;
+                } else {
+                    self.fetch(id, &mut unit_buf, &mut Vec::new(), &mut scratch)?;
+                    let src = ((lo - ustart) * SECTOR_BYTES) as usize;
+                    out[dst..dst + n].copy_from_slice(&unit_buf[src..src + n]);
+                }
+            }
+            let decoded = if self.config.compression { self.timeline.engine(unit as u64, data_in) } else { data_in };
+            done = self.timeline.link(covered, decoded);
         }
-        pages.sort_unstable();
-        pages.dedup();
-        self.nand.count_reads(pages.len() as u64);
-        self.counters.host_page_reads += pages.len() as u64;
-        self.counters.host_read_bytes += len as u64;
-        Ok(out)
+        self.nand.count_reads(nand_reads);
+        self.counters.host_page_reads += nand_reads;
+        self.counters.host_read_bytes += bytes;
+        queue.complete(submitted, done);
+        self.now = self.now.max(done);
+        Ok(want_data.then_some(out))
     }
 
-    /// TRIMs `(lba, sectors)` ranges. Every range is checked before any is
-    /// applied. Only whole units are unmapped: a unit partly covered keeps
-    /// its data (TRIM is advisory, and zeroing part of a unit would cost a
-    /// read-modify-write program). Returns the units unmapped.
+    /// TRIMs `(lba, sectors)` ranges, issued when the previous command
+    /// completed. See [`Drive::trim_on`].
     pub fn trim(&mut self, ranges: &[(Lba, u64)]) -> Result<u64, DriveError> {
+        let mut queue = HostQueue::new(1, self.now);
+        self.trim_on(ranges, &mut queue)
+    }
+
+    /// TRIMs `(lba, sectors)` ranges as one command issued through `queue`.
+    /// Every range is checked before any is applied. Only whole units are
+    /// unmapped: a unit partly covered keeps its data (TRIM is advisory,
+    /// and zeroing part of a unit would cost a read-modify-write program).
+    /// No NAND work: the firmware spends `trim_range_ns` per range.
+    /// Returns the units unmapped.
+    pub fn trim_on(&mut self, ranges: &[(Lba, u64)], queue: &mut HostQueue) -> Result<u64, DriveError> {
         for (lba, sectors) in ranges {
             self.check_range(*lba, *sectors)?;
         }
@@ -435,6 +658,11 @@ impl Drive {
             }
         }
         self.counters.host_trim_units += unmapped;
+        let submitted = queue.submit_time();
+        let extra = self.config.timing.trim_range_ns.saturating_mul(ranges.len() as u64);
+        let done = self.timeline.firmware(submitted, extra);
+        queue.complete(submitted, done);
+        self.now = self.now.max(done);
         Ok(unmapped)
     }
 
@@ -458,15 +686,26 @@ impl Drive {
         Ok(())
     }
 
-    /// Idle-time GC: cleans blocks until the high watermark of free blocks
-    /// is reached, nothing is reclaimable, or a collection gains no space
-    /// (moving a block's live data would only pad another). Returns the
-    /// blocks cleaned.
+    /// Idle-time GC with unlimited idle time from the latest completion.
+    /// See [`Drive::idle`].
     pub fn idle_gc(&mut self) -> Result<u32, DriveError> {
+        self.idle(self.now, SimTime(u64::MAX))
+    }
+
+    /// The host is idle from `from` to `until`: GC cleans blocks while the
+    /// dies are free before `until`, until the high watermark of free
+    /// blocks is reached, nothing is reclaimable, or a collection gains no
+    /// space (moving a block's live data would only pad another). Returns
+    /// the blocks cleaned. The work occupies the dies, so a command issued
+    /// before it finishes waits.
+    pub fn idle(&mut self, from: SimTime, until: SimTime) -> Result<u32, DriveError> {
         let mut cleaned = 0;
-        while self.space.free_blocks() < self.config.gc.high_watermark {
+        let mut at = from;
+        while self.space.free_blocks() < self.config.gc.high_watermark && at < until {
             let before = self.space.unwritten_bytes();
-            if !self.collect_one()? {
+            let collected = self.collect_one()?;
+            at = self.time_background(at);
+            if !collected {
                 break;
             }
             cleaned += 1;
@@ -509,7 +748,9 @@ impl Drive {
         }
         pages.sort_unstable();
         pages.dedup();
-        self.nand.count_reads(pages.len() as u64);
+        for &(block, _) in &pages {
+            self.nand.journal_read(BlockId(block));
+        }
         self.counters.gc_page_reads += pages.len() as u64;
         self.counters.gc_victims += 1;
         self.space.erase(&mut self.nand, victim, summary);
@@ -520,6 +761,8 @@ impl Drive {
     /// chunk gone. Lifetime counters (host, NAND, P/E) keep counting.
     pub fn secure_erase(&mut self) {
         self.space.secure_erase(&mut self.nand);
+        self.now = self.time_background(self.now);
+        self.map_cache.clear();
         self.chunks.clear();
         self.map.clear();
         self.live_bytes = 0;
@@ -538,6 +781,11 @@ impl Drive {
     /// Chunks currently stored.
     pub fn live_chunks(&self) -> u64 {
         self.chunks.live() as u64
+    }
+
+    /// Completion time of the latest command.
+    pub fn now(&self) -> SimTime {
+        self.now
     }
 
     /// Space holding no data yet (free blocks and open-block tails).

@@ -29,9 +29,11 @@ pub mod datapath;
 pub mod error;
 pub mod fio;
 pub mod ftl;
+pub mod host;
 pub mod nand;
 pub mod pattern;
 pub mod plot;
+pub mod timing;
 pub mod units;
 pub mod workload;
 

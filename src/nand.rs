@@ -31,6 +31,17 @@ pub struct NandCounters {
     pub erases: u64,
 }
 
+/// A NAND operation, as the timing model needs to know it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NandOp {
+    /// A page read on a die.
+    Read(DieId),
+    /// A page program on a die.
+    Program(DieId),
+    /// A block erase on a die.
+    Erase(DieId),
+}
+
 /// The whole NAND array.
 #[derive(Clone, Debug)]
 pub struct NandArray {
@@ -38,6 +49,8 @@ pub struct NandArray {
     keep_data: bool,
     blocks: Vec<Block>,
     counters: NandCounters,
+    /// Operations since the controller last drained them, in order.
+    journal: Vec<NandOp>,
 }
 
 impl NandArray {
@@ -48,7 +61,18 @@ impl NandArray {
             keep_data: media == Media::Memory,
             blocks: vec![Block::default(); geometry.total_blocks() as usize],
             counters: NandCounters::default(),
+            journal: Vec::new(),
         }
+    }
+
+    /// Operations done since the last call, in order; the journal empties.
+    pub fn drain_journal(&mut self) -> std::vec::Drain<'_, NandOp> {
+        self.journal.drain(..)
+    }
+
+    /// Operations recorded so far (since the last drain).
+    pub fn journal(&self) -> &[NandOp] {
+        &self.journal
     }
 
     /// The array's shape.
@@ -100,6 +124,7 @@ impl NandArray {
         }
         b.programmed += 1;
         self.counters.pages_programmed += 1;
+        self.journal.push(NandOp::Program(self.die_of(block)));
         Ok(())
     }
 
@@ -119,9 +144,23 @@ impl NandArray {
         Ok(Some(&b.data[start..start + page_bytes]))
     }
 
-    /// Counts `pages` page reads done on behalf of a host or GC request.
+    /// Counts `pages` page reads whose timing the caller models itself
+    /// (host reads); nothing is journaled.
     pub fn count_reads(&mut self, pages: u64) {
         self.counters.pages_read += pages;
+    }
+
+    /// Counts and journals a read of a page of `block` (GC and
+    /// read-modify-write reads, timed with the command that caused them).
+    pub fn journal_read(&mut self, block: BlockId) {
+        self.counters.pages_read += 1;
+        self.journal.push(NandOp::Read(self.die_of(block)));
+    }
+
+    /// Journals a read of a mapping-table page on `die` (not a data page:
+    /// not counted in `pages_read`).
+    pub fn journal_map_read(&mut self, die: DieId) {
+        self.journal.push(NandOp::Read(die));
     }
 
     /// Erases `block`: every page programmable again, one more P/E cycle.
@@ -132,6 +171,7 @@ impl NandArray {
         // Keep the buffer: a block is rewritten soon after it is erased.
         b.data.clear();
         self.counters.erases += 1;
+        self.journal.push(NandOp::Erase(self.die_of(block)));
     }
 }
 

@@ -3,5 +3,6 @@
 //! The controller composes them; each is usable and testable alone.
 
 pub mod map;
+pub mod map_cache;
 pub mod space;
 pub mod victim;

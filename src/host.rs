@@ -1,0 +1,137 @@
+//! The host side of a command stream: a closed-loop queue that keeps up to
+//! `depth` commands outstanding in simulated time, and what it measured.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use serde::Serialize;
+
+use crate::units::SimTime;
+
+/// Keeps up to `depth` commands in flight: a command is issued as soon as
+/// one of the outstanding ones completes (a benchmark's worker threads).
+#[derive(Clone, Debug)]
+pub struct HostQueue {
+    depth: usize,
+    in_flight: BinaryHeap<Reverse<SimTime>>,
+    clock: SimTime,
+    start: SimTime,
+    last_done: SimTime,
+    latencies: Vec<u64>,
+}
+
+impl HostQueue {
+    /// A queue of `depth` (at least 1) starting at `start`.
+    pub fn new(depth: u32, start: SimTime) -> Self {
+        HostQueue {
+            depth: depth.max(1) as usize,
+            in_flight: BinaryHeap::new(),
+            clock: start,
+            start,
+            last_done: start,
+            latencies: Vec::new(),
+        }
+    }
+
+    /// When the next command can be issued.
+    pub fn submit_time(&mut self) -> SimTime {
+        if self.in_flight.len() >= self.depth {
+            if let Some(Reverse(done)) = self.in_flight.pop() {
+                self.clock = self.clock.max(done);
+            }
+        }
+        self.clock
+    }
+
+    /// Records that a command issued at `submitted` completed at `done`.
+    pub fn complete(&mut self, submitted: SimTime, done: SimTime) {
+        self.in_flight.push(Reverse(done));
+        self.last_done = self.last_done.max(done);
+        self.latencies.push(done.0.saturating_sub(submitted.0));
+    }
+
+    /// Lets time pass to `at` (think time or idle) before the next command.
+    pub fn advance_to(&mut self, at: SimTime) {
+        self.clock = self.clock.max(at);
+    }
+
+    /// The time all commands issued so far have completed.
+    pub fn finished_at(&self) -> SimTime {
+        self.last_done.max(self.clock)
+    }
+
+    /// What the queue saw: commands, elapsed simulated time, latencies.
+    pub fn summary(&self) -> QueueSummary {
+        let mut lat = self.latencies.clone();
+        lat.sort_unstable();
+        let pct = |p: f64| -> u64 {
+            if lat.is_empty() {
+                return 0;
+            }
+            let i = ((p / 100.0) * lat.len() as f64).ceil() as usize;
+            lat[i.clamp(1, lat.len()) - 1]
+        };
+        let elapsed = self.finished_at().0.saturating_sub(self.start.0);
+        QueueSummary {
+            commands: lat.len() as u64,
+            elapsed_ns: elapsed,
+            mean_latency_ns: if lat.is_empty() { 0.0 } else { lat.iter().sum::<u64>() as f64 / lat.len() as f64 },
+            p50_ns: pct(50.0),
+            p99_ns: pct(99.0),
+            p999_ns: pct(99.9),
+            max_ns: lat.last().copied().unwrap_or(0),
+        }
+    }
+}
+
+/// Command counts and latency percentiles of one run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct QueueSummary {
+    /// Commands completed.
+    pub commands: u64,
+    /// Simulated time from the first issue to the last completion.
+    pub elapsed_ns: u64,
+    /// Mean completion latency.
+    pub mean_latency_ns: f64,
+    /// Median completion latency.
+    pub p50_ns: u64,
+    /// 99th percentile completion latency.
+    pub p99_ns: u64,
+    /// 99.9th percentile completion latency.
+    pub p999_ns: u64,
+    /// Longest completion latency.
+    pub max_ns: u64,
+}
+
+impl QueueSummary {
+    /// Commands per simulated second.
+    pub fn iops(&self) -> f64 {
+        if self.elapsed_ns == 0 {
+            0.0
+        } else {
+            self.commands as f64 * 1e9 / self.elapsed_ns as f64
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn depth_limits_commands_in_flight() {
+        let mut q = HostQueue::new(2, SimTime::ZERO);
+        let a = q.submit_time();
+        q.complete(a, SimTime(100));
+        let b = q.submit_time();
+        q.complete(b, SimTime(50));
+        assert_eq!((a, b), (SimTime::ZERO, SimTime::ZERO));
+        let c = q.submit_time();
+        assert_eq!(c, SimTime(50), "third command waits for the first completion");
+        q.complete(c, SimTime(120));
+        assert_eq!(q.submit_time(), SimTime(100));
+        let s = q.summary();
+        assert_eq!(s.commands, 3);
+        assert_eq!(s.max_ns, 100);
+    }
+}
