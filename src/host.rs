@@ -17,7 +17,23 @@ pub struct HostQueue {
     clock: SimTime,
     start: SimTime,
     last_done: SimTime,
-    latencies: Vec<u64>,
+    /// Completion latencies per kind of command (see [`HostQueue::set_kind`]).
+    latencies: [Vec<u64>; KINDS],
+    kind: usize,
+}
+
+/// Kinds of command a queue tells apart in its latencies.
+const KINDS: usize = 3;
+
+/// What a command does, for per-direction statistics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommandKind {
+    /// Reads.
+    Read = 0,
+    /// Writes.
+    Write = 1,
+    /// TRIMs.
+    Trim = 2,
 }
 
 impl HostQueue {
@@ -29,8 +45,14 @@ impl HostQueue {
             clock: start,
             start,
             last_done: start,
-            latencies: Vec::new(),
+            latencies: Default::default(),
+            kind: CommandKind::Write as usize,
         }
+    }
+
+    /// Commands completed from now on count as `kind`.
+    pub fn set_kind(&mut self, kind: CommandKind) {
+        self.kind = kind as usize;
     }
 
     /// When the next command can be issued.
@@ -47,7 +69,7 @@ impl HostQueue {
     pub fn complete(&mut self, submitted: SimTime, done: SimTime) {
         self.in_flight.push(Reverse(done));
         self.last_done = self.last_done.max(done);
-        self.latencies.push(done.0.saturating_sub(submitted.0));
+        self.latencies[self.kind].push(done.0.saturating_sub(submitted.0));
     }
 
     /// Lets time pass to `at` (think time or idle) before the next command.
@@ -60,9 +82,23 @@ impl HostQueue {
         self.last_done.max(self.clock)
     }
 
-    /// What the queue saw: commands, elapsed simulated time, latencies.
+    /// When the queue started.
+    pub fn started_at(&self) -> SimTime {
+        self.start
+    }
+
+    /// What the queue saw of every command kind together.
     pub fn summary(&self) -> QueueSummary {
-        let mut lat = self.latencies.clone();
+        let all: Vec<u64> = self.latencies.iter().flatten().copied().collect();
+        self.summarize(all)
+    }
+
+    /// What the queue saw of commands of `kind`, over the whole elapsed time.
+    pub fn summary_of(&self, kind: CommandKind) -> QueueSummary {
+        self.summarize(self.latencies[kind as usize].clone())
+    }
+
+    fn summarize(&self, mut lat: Vec<u64>) -> QueueSummary {
         lat.sort_unstable();
         let pct = |p: f64| -> u64 {
             if lat.is_empty() {
@@ -132,6 +168,8 @@ mod tests {
         assert_eq!(q.submit_time(), SimTime(100));
         let s = q.summary();
         assert_eq!(s.commands, 3);
+        assert_eq!(q.summary_of(CommandKind::Write).commands, 3);
+        assert_eq!(q.summary_of(CommandKind::Read).commands, 0);
         assert_eq!(s.max_ns, 100);
     }
 }

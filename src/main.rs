@@ -17,6 +17,8 @@ use duraflash::workload::access::Access;
 use duraflash::workload::wa::{self, WaReport, WaSpec};
 use duraflash::{ByteSize, Drive};
 
+mod commands;
+
 #[derive(Parser)]
 #[command(name = "duraflash", version, about = "A SandForce-style SSD controller model: compression, dedup, GC, TRIM")]
 struct Cli {
@@ -29,10 +31,114 @@ enum Command {
     /// Steady-state write-amplification study: fill, random writes to
     /// steady state, then measure WAF (with the analytic model beside it).
     Wa(WaArgs),
+    /// HD Tach-style pass: sequential read and write sweeps across the
+    /// span in zones (the write sweep runs on a copy of the drive).
+    Hdtach(HdtachArgs),
+    /// ATTO-style sweep: transfer sizes 0.5 KiB to 8 MiB at queue depth 4,
+    /// highly compressible data, over a bounded span.
+    Atto(AttoArgs),
+    /// IOmeter-style 4 KiB random read and write IOPS at queue depths 1,
+    /// 3, 32 and 64.
+    Iometer(IometerArgs),
+    /// Run a fio job file against the simulated drive.
+    Run(RunArgs),
+}
+
+/// What written data looks like (fio's buffer options).
+#[derive(Args, Clone)]
+struct DataArgs {
+    /// Data content: incompressible (random) or compressible (fio-style, see --compress-pct).
+    #[arg(long, value_enum, default_value = "incompressible")]
+    data: DataKind,
+    /// fio's buffer_compress_percentage: share of each 512-byte segment that is zeros.
+    #[arg(long, value_parser = parse_pct)]
+    compress_pct: Option<u8>,
+    /// fio's dedupe_percentage: share of units that repeat earlier content.
+    #[arg(long, value_parser = parse_pct, default_value = "0")]
+    dedupe_pct: u8,
+}
+
+impl DataArgs {
+    /// The data spec and the compress percentage it uses.
+    fn spec(&self) -> Result<(DataSpec, u8), Failure> {
+        let pct = match (self.data, self.compress_pct) {
+            (DataKind::Incompressible, Some(p)) if p > 0 => {
+                return Err(Failure::Usage("--compress-pct needs --data compressible".into()))
+            }
+            (DataKind::Incompressible, _) => 0,
+            (DataKind::Compressible, p) => p.unwrap_or(DEFAULT_COMPRESS_PCT),
+        };
+        let spec = DataSpec::compressible(pct)
+            .and_then(|d| d.with_dedupe(self.dedupe_pct))
+            .map_err(|e| Failure::Usage(e.to_string()))?;
+        Ok((spec, pct))
+    }
+}
+
+#[derive(Args)]
+struct HdtachArgs {
+    #[command(flatten)]
+    drive: DriveArgs,
+    #[command(flatten)]
+    data: DataArgs,
+    /// Zones sampled across the span.
+    #[arg(long, default_value_t = duraflash::workload::review::HDTACH_ZONES)]
+    zones: u32,
+    /// Fill the drive sequentially first (default: measure the secure-erased drive).
+    #[arg(long)]
+    fill: bool,
+    /// Write the HD Tach graph (MB/s against position) as SVG.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    #[command(flatten)]
+    out: Output,
+}
+
+#[derive(Args)]
+struct AttoArgs {
+    #[command(flatten)]
+    drive: DriveArgs,
+    /// Span written and read at each transfer size.
+    #[arg(long, default_value = "256MiB")]
+    span: ByteSize,
+    /// Write the ATTO chart (MB/s against transfer size) as SVG.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    #[command(flatten)]
+    out: Output,
+}
+
+#[derive(Args)]
+struct IometerArgs {
+    #[command(flatten)]
+    drive: DriveArgs,
+    #[command(flatten)]
+    data: DataArgs,
+    /// Span the random commands cover; it is filled sequentially first.
+    #[arg(long, default_value = "1GiB")]
+    span: ByteSize,
+    /// Commands per queue depth and direction.
+    #[arg(long, default_value_t = 20_000)]
+    ops: u64,
+    /// Write the IOPS-against-queue-depth chart as SVG.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    #[command(flatten)]
+    out: Output,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// The fio job file.
+    job: PathBuf,
+    #[command(flatten)]
+    drive: DriveArgs,
+    #[command(flatten)]
+    out: Output,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
-enum Toggle {
+pub(crate) enum Toggle {
     On,
     Off,
 }
@@ -44,7 +150,7 @@ impl Toggle {
 }
 
 /// Flags that build a drive; they mean the same on every command.
-#[derive(Args)]
+#[derive(Args, Clone)]
 struct DriveArgs {
     /// Built-in drive preset: sf2281-240g, samsung830-64g, intel-x25m-g2-160g.
     #[arg(long, default_value = "sf2281-240g")]
@@ -166,15 +272,8 @@ struct WaArgs {
     /// Request size (a multiple of the 4 KiB unit).
     #[arg(long, default_value = "4k")]
     bs: ByteSize,
-    /// Data content: incompressible (random) or compressible (fio-style, see --compress-pct).
-    #[arg(long, value_enum, default_value = "incompressible")]
-    data: DataKind,
-    /// fio's buffer_compress_percentage: share of each 512-byte segment that is zeros.
-    #[arg(long, value_parser = parse_pct)]
-    compress_pct: Option<u8>,
-    /// fio's dedupe_percentage: share of units that repeat earlier content.
-    #[arg(long, value_parser = parse_pct, default_value = "0")]
-    dedupe_pct: u8,
+    #[command(flatten)]
+    data: DataArgs,
     /// Share of requests that TRIM one random mapped unit instead of writing.
     #[arg(long, value_parser = parse_pct, default_value = "0")]
     trim_pct: u8,
@@ -189,6 +288,7 @@ struct WaArgs {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+#[value(rename_all = "kebab-case")]
 enum DataKind {
     Incompressible,
     Compressible,
@@ -243,6 +343,10 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Wa(args) => run_wa(args),
+        Command::Hdtach(args) => commands::hdtach(args),
+        Command::Atto(args) => commands::atto(args),
+        Command::Iometer(args) => commands::iometer(args),
+        Command::Run(args) => commands::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -283,16 +387,7 @@ fn progress_bar(quiet: bool) -> Option<ProgressBar> {
 fn run_wa(args: WaArgs) -> Result<(), Failure> {
     setup_threads(&args.out)?;
     let cfg = args.drive.build(Some(WA_DEFAULT_CAPACITY)).map_err(Failure::Usage)?;
-    let compress_pct = match (args.data, args.compress_pct) {
-        (DataKind::Incompressible, Some(p)) if p > 0 => {
-            return Err(Failure::Usage("--compress-pct needs --data compressible".into()))
-        }
-        (DataKind::Incompressible, _) => 0,
-        (DataKind::Compressible, p) => p.unwrap_or(DEFAULT_COMPRESS_PCT),
-    };
-    let data = DataSpec::compressible(compress_pct)
-        .and_then(|d| d.with_dedupe(args.dedupe_pct))
-        .map_err(|e| Failure::Usage(e.to_string()))?;
+    let (data, compress_pct) = args.data.spec()?;
     let spec = WaSpec {
         access: args.workload,
         request_bytes: args.bs.0,
@@ -322,7 +417,7 @@ fn run_wa(args: WaArgs) -> Result<(), Failure> {
         config: &cfg,
         workload: &spec,
         compress_pct,
-        dedupe_pct: args.dedupe_pct,
+        dedupe_pct: args.data.dedupe_pct,
         report: &report,
     };
     emit(&args.out, &summary, &output)
@@ -331,7 +426,7 @@ fn run_wa(args: WaArgs) -> Result<(), Failure> {
 fn emit(out: &Output, summary: &str, value: &impl Serialize) -> Result<(), Failure> {
     let json = serde_json::to_string_pretty(value).map_err(|e| Failure::Run(e.to_string()))?;
     match out.json.as_deref() {
-        Some(p) if p.as_os_str() == "-" => {
+        Some(p) if commands::is_stdout(p) => {
             eprint!("{summary}");
             println!("{json}");
         }

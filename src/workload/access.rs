@@ -22,6 +22,9 @@ pub enum Access {
     Zipf(f64),
     /// Slots in order, wrapping at the end.
     Sequential,
+    /// fio's `pareto:h`: rank = (n - 1) x u^(ln h / ln(1 - h)), popular
+    /// slots scattered over the drive.
+    Pareto(f64),
 }
 
 impl FromStr for Access {
@@ -57,11 +60,17 @@ enum Kind {
     Uniform,
     Zipf(Zipf<f64>),
     Sequential(u64),
+    Pareto(f64),
 }
 
 /// Mersenne prime 2^61 - 1: multiplying by it permutes `0..n` for any
 /// n < 2^61, scattering Zipf ranks over the drive.
 const SCATTER: u128 = (1 << 61) - 1;
+
+/// Spreads popularity rank `rank` over `0..slots` (a bijection).
+fn scatter(rank: u64, slots: u64) -> u64 {
+    ((u128::from(rank) * SCATTER) % u128::from(slots)) as u64
+}
 
 impl SlotStream {
     /// A stream over `slots` slots (at least one).
@@ -73,6 +82,12 @@ impl SlotStream {
             Access::Uniform => Kind::Uniform,
             Access::Sequential => Kind::Sequential(0),
             Access::Zipf(theta) => Kind::Zipf(Zipf::new(slots, theta).map_err(|e| format!("zipf: {e}"))?),
+            Access::Pareto(h) => {
+                if !(h > 0.0 && h < 1.0) {
+                    return Err(format!("pareto h {h} must be in (0, 1)"));
+                }
+                Kind::Pareto(h.ln() / (1.0 - h).ln())
+            }
         };
         Ok(SlotStream { slots, rng: ChaCha8Rng::seed_from_u64(seed), kind })
     }
@@ -88,7 +103,12 @@ impl SlotStream {
             }
             Kind::Zipf(z) => {
                 let rank = (z.sample(&mut self.rng) as u64).clamp(1, self.slots) - 1;
-                ((u128::from(rank) * SCATTER) % u128::from(self.slots)) as u64
+                scatter(rank, self.slots)
+            }
+            Kind::Pareto(pow) => {
+                let u: f64 = self.rng.gen();
+                let rank = ((self.slots - 1) as f64 * u.powf(*pow)) as u64;
+                scatter(rank.min(self.slots - 1), self.slots)
             }
         }
     }
@@ -119,7 +139,7 @@ mod tests {
 
     #[test]
     fn streams_are_deterministic_and_in_range() {
-        for access in [Access::Uniform, Access::Zipf(1.1), Access::Sequential] {
+        for access in [Access::Uniform, Access::Zipf(1.1), Access::Sequential, Access::Pareto(0.2)] {
             let a: Vec<u64> = {
                 let mut s = SlotStream::new(access, 1000, 7).unwrap();
                 (0..500).map(|_| s.next_slot()).collect()
@@ -136,5 +156,14 @@ mod tests {
         }
         counts.sort_unstable();
         assert!(counts[999] > 20 * counts[500].max(1), "zipf is skewed");
+        let mut p = SlotStream::new(Access::Pareto(0.2), 1000, 1).unwrap();
+        let mut hot = 0;
+        for _ in 0..10000 {
+            if p.next_slot() % 1000 == 0 {
+                hot += 1;
+            }
+        }
+        assert!(hot > 1000, "pareto 80/20 concentrates on rank 0: {hot}");
+        assert!(SlotStream::new(Access::Pareto(1.5), 10, 1).is_err());
     }
 }

@@ -2,4 +2,6 @@
 //! ([`access`]) and the write-amplification study ([`wa`]).
 
 pub mod access;
+pub mod job;
+pub mod review;
 pub mod wa;

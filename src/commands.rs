@@ -1,0 +1,410 @@
+//! The benchmark subcommands of the binary (`hdtach`, `atto`, `iometer`,
+//! `run`): build the drive, run the workload with a progress bar, print a
+//! summary, write JSON and plots.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use duraflash::config::DriveConfig;
+use duraflash::controller::Stats;
+use duraflash::fio::{self, Job};
+use duraflash::plot::{self, LineChart, Series};
+use duraflash::workload::job::{fill_spec, run_job, JobResult, JobSpec, Limit};
+use duraflash::workload::review::{self, AttoPoint, HdTach, IometerPoint};
+use duraflash::Drive;
+
+use super::{emit, progress_bar, setup_threads, AttoArgs, Failure, HdtachArgs, IometerArgs, Output, RunArgs};
+
+/// Every JSON result starts with how it was made.
+#[derive(Serialize)]
+struct Provenance<'a> {
+    command: Vec<String>,
+    version: &'static str,
+    seed: u64,
+    config: &'a DriveConfig,
+}
+
+impl<'a> Provenance<'a> {
+    fn new(config: &'a DriveConfig) -> Self {
+        Provenance {
+            command: std::env::args().collect(),
+            version: env!("CARGO_PKG_VERSION"),
+            seed: config.seed,
+            config,
+        }
+    }
+}
+
+/// Runs `f` with a progress callback drawn as a bar named `phase`.
+fn with_progress<T>(out: &Output, phase: &str, f: impl FnOnce(&mut dyn FnMut(f64)) -> T) -> T {
+    let bar = progress_bar(out.quiet);
+    if let Some(b) = &bar {
+        b.set_prefix(phase.to_string());
+    }
+    let mut tick = |x: f64| {
+        if let Some(b) = &bar {
+            b.set_position((x.clamp(0.0, 1.0) * 1000.0) as u64);
+        }
+    };
+    let result = f(&mut tick);
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    result
+}
+
+fn write_plot(path: &Option<std::path::PathBuf>, chart: &LineChart) -> Result<(), Failure> {
+    match path {
+        Some(p) => plot::line_chart(p, chart).map_err(|e| Failure::Run(format!("--plot {}: {e}", p.display()))),
+        None => Ok(()),
+    }
+}
+
+fn build(drive: &super::DriveArgs) -> Result<Drive, Failure> {
+    let cfg = drive.build(None).map_err(Failure::Usage)?;
+    Drive::new(cfg).map_err(|e| Failure::Usage(e.to_string()))
+}
+
+#[derive(Serialize)]
+struct HdtachOutput<'a> {
+    #[serde(flatten)]
+    provenance: Provenance<'a>,
+    #[serde(flatten)]
+    result: &'a HdTach,
+    stats: Stats,
+}
+
+pub(super) fn hdtach(args: HdtachArgs) -> Result<(), Failure> {
+    setup_threads(&args.out)?;
+    let (data, _) = args.data.spec()?;
+    if args.zones == 0 {
+        return Err(Failure::Usage("--zones: must be at least 1".into()));
+    }
+    let mut drive = build(&args.drive)?;
+    let seed = drive.config().seed;
+    if args.fill {
+        let cap = drive.config().logical_bytes;
+        let spec = fill_spec(cap, review::HDTACH_REQUEST, 32, data, seed);
+        with_progress(&args.out, "fill", |p| run_job(&mut drive, &spec, p)).map_err(Failure::Run)?;
+    }
+    let result = with_progress(&args.out, "hdtach", |p| review::hdtach(&mut drive, args.zones, data, seed, p))
+        .map_err(Failure::Run)?;
+    let gb = |o: u64| o as f64 / 1e9;
+    let chart = LineChart {
+        title: format!("HD Tach: {} ({})", drive.config().name, if args.fill { "filled" } else { "secure-erased" }),
+        x_label: "position (GB)".into(),
+        y_label: "MB/s".into(),
+        series: vec![
+            Series { name: "read".into(), points: result.read.zones.iter().map(|z| (gb(z.offset), z.mbps)).collect() },
+            Series {
+                name: "write".into(),
+                points: result.write.zones.iter().map(|z| (gb(z.offset), z.mbps)).collect(),
+            },
+        ],
+        y_from_zero: true,
+        ..Default::default()
+    };
+    write_plot(&args.plot, &chart)?;
+    let summary = format!(
+        "HD Tach {} ({} zones): read {:.1} MB/s average, write {:.1} MB/s average\n",
+        drive.config().name,
+        result.read.zones.len(),
+        result.read.avg_mbps,
+        result.write.avg_mbps
+    );
+    let cfg = drive.config().clone();
+    emit(
+        &args.out,
+        &summary,
+        &HdtachOutput { provenance: Provenance::new(&cfg), result: &result, stats: drive.stats() },
+    )
+}
+
+#[derive(Serialize)]
+struct AttoOutput<'a> {
+    #[serde(flatten)]
+    provenance: Provenance<'a>,
+    span: u64,
+    queue_depth: u32,
+    sizes: &'a [AttoPoint],
+}
+
+pub(super) fn atto(args: AttoArgs) -> Result<(), Failure> {
+    setup_threads(&args.out)?;
+    let drive = build(&args.drive)?;
+    let seed = drive.config().seed;
+    let points =
+        with_progress(&args.out, "atto", |p| review::atto(&drive, args.span.0, seed, p)).map_err(Failure::Run)?;
+    let chart = LineChart {
+        title: format!("ATTO: {} (QD {}, {} span)", drive.config().name, review::ATTO_QD, args.span),
+        x_label: "transfer size".into(),
+        y_label: "MB/s".into(),
+        series: vec![
+            Series { name: "write".into(), points: points.iter().map(|p| (p.size as f64, p.write_mbps)).collect() },
+            Series { name: "read".into(), points: points.iter().map(|p| (p.size as f64, p.read_mbps)).collect() },
+        ],
+        y_from_zero: true,
+        x_log2: true,
+        ..Default::default()
+    };
+    write_plot(&args.plot, &chart)?;
+    let mut summary = format!(
+        "ATTO {} (QD {}):\n{:>10} {:>10} {:>10}\n",
+        drive.config().name,
+        review::ATTO_QD,
+        "size",
+        "write MB/s",
+        "read MB/s"
+    );
+    for p in &points {
+        summary += &format!("{:>10} {:>10.1} {:>10.1}\n", size_label(p.size), p.write_mbps, p.read_mbps);
+    }
+    let cfg = drive.config().clone();
+    emit(
+        &args.out,
+        &summary,
+        &AttoOutput {
+            provenance: Provenance::new(&cfg),
+            span: args.span.0,
+            queue_depth: review::ATTO_QD,
+            sizes: &points,
+        },
+    )
+}
+
+fn size_label(bytes: u64) -> String {
+    if bytes >= 1 << 20 {
+        format!("{}M", bytes >> 20)
+    } else if bytes >= 1 << 10 {
+        format!("{}K", bytes >> 10)
+    } else {
+        format!("{:.1}K", bytes as f64 / 1024.0)
+    }
+}
+
+#[derive(Serialize)]
+struct IometerOutput<'a> {
+    #[serde(flatten)]
+    provenance: Provenance<'a>,
+    span: u64,
+    ops: u64,
+    queue_depths: &'a [IometerPoint],
+}
+
+pub(super) fn iometer(args: IometerArgs) -> Result<(), Failure> {
+    setup_threads(&args.out)?;
+    let (data, _) = args.data.spec()?;
+    if args.ops == 0 {
+        return Err(Failure::Usage("--ops: must be at least 1".into()));
+    }
+    let mut drive = build(&args.drive)?;
+    let seed = drive.config().seed;
+    let span = args.span.0.min(drive.config().logical_bytes);
+    let fill = fill_spec(span, 128 << 10, 32, data, seed);
+    with_progress(&args.out, "fill", |p| run_job(&mut drive, &fill, p)).map_err(Failure::Run)?;
+    let points = with_progress(&args.out, "iometer", |p| review::iometer(&mut drive, span, args.ops, data, seed, p))
+        .map_err(Failure::Run)?;
+    let chart = LineChart {
+        title: format!("IOmeter 4 KiB random: {}", drive.config().name),
+        x_label: "queue depth".into(),
+        y_label: "IOPS".into(),
+        series: vec![
+            Series { name: "read".into(), points: points.iter().map(|p| (f64::from(p.qd), p.read_iops)).collect() },
+            Series { name: "write".into(), points: points.iter().map(|p| (f64::from(p.qd), p.write_iops)).collect() },
+        ],
+        y_from_zero: true,
+        x_log2: false,
+        ..Default::default()
+    };
+    write_plot(&args.plot, &chart)?;
+    let mut summary = format!(
+        "IOmeter 4 KiB random {}:\n{:>4} {:>10} {:>10}\n",
+        drive.config().name,
+        "QD",
+        "read IOPS",
+        "write IOPS"
+    );
+    for p in &points {
+        summary += &format!("{:>4} {:>10.0} {:>10.0}\n", p.qd, p.read_iops, p.write_iops);
+    }
+    let cfg = drive.config().clone();
+    emit(
+        &args.out,
+        &summary,
+        &IometerOutput { provenance: Provenance::new(&cfg), span, ops: args.ops, queue_depths: &points },
+    )
+}
+
+/// fio's JSON shape for one direction.
+#[derive(Serialize)]
+struct FioDir {
+    io_bytes: u64,
+    bw_bytes: f64,
+    iops: f64,
+    clat_ns: FioLat,
+}
+
+#[derive(Serialize)]
+struct FioLat {
+    mean: f64,
+    max: u64,
+    percentile: std::collections::BTreeMap<&'static str, u64>,
+}
+
+#[derive(Serialize)]
+struct FioJob {
+    jobname: String,
+    elapsed_ns: u64,
+    read: FioDir,
+    write: FioDir,
+    trim: FioDir,
+}
+
+#[derive(Serialize)]
+struct FioOutput<'a> {
+    #[serde(flatten)]
+    provenance: Provenance<'a>,
+    #[serde(rename = "fio version")]
+    fio_version: &'static str,
+    jobs: Vec<FioJob>,
+    drive: Stats,
+}
+
+fn fio_dir(d: &duraflash::workload::job::DirResult) -> FioDir {
+    let percentile =
+        [("50.000000", d.lat.p50_ns), ("99.000000", d.lat.p99_ns), ("99.900000", d.lat.p999_ns)].into_iter().collect();
+    FioDir {
+        io_bytes: d.io_bytes,
+        bw_bytes: d.bw_bytes,
+        iops: d.iops,
+        clat_ns: FioLat { mean: d.lat.mean_latency_ns, max: d.lat.max_ns, percentile },
+    }
+}
+
+/// Applies a job file's `[drive]` section on top of the command line's
+/// drive flags (the file wins where both speak).
+fn drive_from_job(args: &RunArgs, file: &fio::JobFile) -> Result<Drive, Failure> {
+    let mut flags = args.drive.clone();
+    for setting in &file.drive {
+        let v = setting.value.as_str();
+        let bad = |why: String| {
+            Failure::Usage(format!("{}: line {}: [drive] {}: {why}", args.job.display(), setting.line, setting.key))
+        };
+        match setting.key.as_str() {
+            "preset" => flags.preset = v.to_string(),
+            "capacity" => flags.capacity = Some(v.parse().map_err(bad)?),
+            "seed" => flags.seed = v.parse().map_err(|e: std::num::ParseIntError| bad(e.to_string()))?,
+            "op" => flags.op = Some(v.parse().map_err(|e: std::num::ParseFloatError| bad(e.to_string()))?),
+            "gc" => flags.gc = Some(v.parse().map_err(bad)?),
+            "media" => flags.media = Some(v.parse().map_err(bad)?),
+            "compression" | "dedup" => {
+                let on = match v {
+                    "on" | "1" | "true" => super::Toggle::On,
+                    "off" | "0" | "false" => super::Toggle::Off,
+                    _ => return Err(bad(format!("'{v}' is not on or off"))),
+                };
+                if setting.key == "compression" {
+                    flags.compression = Some(on);
+                } else {
+                    flags.dedup = Some(on);
+                }
+            }
+            other => {
+                return Err(bad(format!(
+                    "unknown drive setting '{other}' (valid: preset, capacity, seed, op, gc, media, compression, dedup)"
+                )))
+            }
+        }
+    }
+    build(&flags)
+}
+
+/// The job spec a parsed fio job runs as.
+fn job_spec(job: &Job, capacity: u64, seed: u64) -> Result<JobSpec, String> {
+    let region = job.region(capacity);
+    let length = region.end - region.start;
+    let limit = match (job.runtime_ns, job.time_based, job.number_ios, job.io_size) {
+        (Some(t), true, _, _) => Limit::Time(t),
+        (_, _, Some(n), _) => Limit::Ops(n),
+        (_, _, _, Some(b)) => Limit::Bytes(b),
+        _ => Limit::Bytes(length),
+    };
+    let data = duraflash::pattern::DataSpec::new(job.compress_pct, job.compress_chunk as usize, job.dedupe_pct)
+        .map_err(|e| format!("job '{}': {e}", job.name))?;
+    Ok(JobSpec {
+        name: job.name.clone(),
+        rw: job.rw,
+        bs: job.bs,
+        iodepth: job.iodepth,
+        offset: region.start,
+        length,
+        limit,
+        rwmixread: job.rwmixread,
+        distribution: job.distribution,
+        data,
+        seed: job.randseed.unwrap_or(seed),
+    })
+}
+
+pub(super) fn run(args: RunArgs) -> Result<(), Failure> {
+    setup_threads(&args.out)?;
+    let text =
+        std::fs::read_to_string(&args.job).map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
+    let file = fio::parse(&text).map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
+    let mut drive = drive_from_job(&args, &file)?;
+    let capacity = drive.config().logical_bytes;
+    let seed = drive.config().seed;
+    let specs = file
+        .jobs
+        .iter()
+        .map(|j| job_spec(j, capacity, seed))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
+    for spec in &specs {
+        spec.validate(capacity).map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
+    }
+    let mut results: Vec<JobResult> = Vec::new();
+    for spec in &specs {
+        // Jobs run one after another (each as if stonewalled): the drive is one device.
+        let r = with_progress(&args.out, &spec.name, |p| run_job(&mut drive, spec, p)).map_err(Failure::Run)?;
+        results.push(r);
+    }
+    let mut summary = String::new();
+    for r in &results {
+        summary += &format!("{}: ", r.name);
+        for (name, d) in [("read", &r.read), ("write", &r.write), ("trim", &r.trim)] {
+            if d.lat.commands > 0 {
+                summary += &format!(
+                    "{name} {:.0} IOPS {:.1} MB/s (clat p50 {:.0} us, p99 {:.0} us)  ",
+                    d.iops,
+                    d.bw_bytes / 1e6,
+                    d.lat.p50_ns as f64 / 1e3,
+                    d.lat.p99_ns as f64 / 1e3
+                );
+            }
+        }
+        summary += &format!("[{:.3} s simulated]\n", r.elapsed_ns as f64 / 1e9);
+    }
+    let s = drive.stats();
+    summary +=
+        &format!("drive: WAF {:.3}, compression {:.3}, dedup {:.3}\n", s.waf, s.compression_ratio, s.dedup_ratio);
+    let jobs = results
+        .iter()
+        .map(|r| FioJob {
+            jobname: r.name.clone(),
+            elapsed_ns: r.elapsed_ns,
+            read: fio_dir(&r.read),
+            write: fio_dir(&r.write),
+            trim: fio_dir(&r.trim),
+        })
+        .collect();
+    let cfg = drive.config().clone();
+    let out = FioOutput { provenance: Provenance::new(&cfg), fio_version: "duraflash-fio-compat", jobs, drive: s };
+    emit(&args.out, &summary, &out)
+}
+
+/// Whether `path` names standard output.
+pub(super) fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}

@@ -1,0 +1,237 @@
+//! The review benchmarks the field reports speak in, built from jobs:
+//! HD Tach (sequential sweeps across the span in zones), ATTO (transfer
+//! sizes 0.5 KiB to 8 MiB at queue depth 4 on highly compressible data)
+//! and IOmeter (4 KiB random at several queue depths).
+
+use serde::Serialize;
+
+use crate::controller::Drive;
+use crate::fio::{Distribution, Rw};
+use crate::pattern::DataSpec;
+use crate::workload::job::{run_job, JobSpec, Limit};
+
+/// HD Tach's request size: 64 KiB sequential commands at queue depth 1.
+pub const HDTACH_REQUEST: u64 = 64 << 10;
+/// Zones an HD Tach pass samples across the span.
+pub const HDTACH_ZONES: u32 = 64;
+/// Largest sample read or written in one zone.
+pub const HDTACH_MAX_SAMPLE: u64 = 16 << 20;
+/// ATTO's transfer sizes: 0.5 KiB to 8 MiB in powers of two.
+pub const ATTO_SIZES: [u64; 15] = [
+    512,
+    1 << 10,
+    2 << 10,
+    4 << 10,
+    8 << 10,
+    16 << 10,
+    32 << 10,
+    64 << 10,
+    128 << 10,
+    256 << 10,
+    512 << 10,
+    1 << 20,
+    2 << 20,
+    4 << 20,
+    8 << 20,
+];
+/// ATTO's queue depth.
+pub const ATTO_QD: u32 = 4;
+/// ATTO's default span ("total length").
+pub const ATTO_SPAN: u64 = 256 << 20;
+/// ATTO's test data: highly compressible (90 % zeros in each 512 B).
+pub const ATTO_COMPRESS_PCT: u8 = 90;
+/// IOmeter's queue depths.
+pub const IOMETER_QDS: [u32; 4] = [1, 3, 32, 64];
+
+/// One zone of an HD Tach sweep.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Zone {
+    /// Byte offset of the zone.
+    pub offset: u64,
+    /// Decimal MB/s measured in it.
+    pub mbps: f64,
+}
+
+/// A read or write sweep across the span.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Sweep {
+    /// Bytes over time of the whole sweep, in decimal MB/s.
+    pub avg_mbps: f64,
+    /// Each zone.
+    pub zones: Vec<Zone>,
+}
+
+/// Sweeps the whole span in `zones` zones with sequential `request`-byte
+/// commands at queue depth 1, reading (`Rw::Read`) or writing
+/// (`Rw::Write`, with `data`). Reads do not change the drive; writes do.
+pub fn hdtach_sweep(
+    drive: &mut Drive,
+    rw: Rw,
+    zones: u32,
+    data: DataSpec,
+    seed: u64,
+    progress: &mut dyn FnMut(f64),
+) -> Result<Sweep, String> {
+    let capacity = drive.config().logical_bytes;
+    let zones = u64::from(zones.max(1));
+    let zone_bytes = (capacity / zones) / HDTACH_REQUEST * HDTACH_REQUEST;
+    if zone_bytes == 0 {
+        return Err(format!("the drive is too small for {zones} HD Tach zones of one {HDTACH_REQUEST}-byte request"));
+    }
+    let sample = zone_bytes.min(HDTACH_MAX_SAMPLE);
+    let (mut bytes, mut ns) = (0u64, 0u64);
+    let mut out = Vec::new();
+    for z in 0..zones {
+        let spec = JobSpec {
+            name: format!("hdtach-{z}"),
+            rw,
+            bs: HDTACH_REQUEST,
+            iodepth: 1,
+            offset: z * zone_bytes,
+            length: sample,
+            limit: Limit::Bytes(sample),
+            rwmixread: 0,
+            distribution: Distribution::Random,
+            data,
+            seed: seed.wrapping_add(z),
+        };
+        let r = run_job(drive, &spec, &mut |_| {})?;
+        let moved = r.read.io_bytes + r.write.io_bytes;
+        bytes += moved;
+        ns += r.elapsed_ns;
+        out.push(Zone { offset: z * zone_bytes, mbps: r.mbps() });
+        progress((z + 1) as f64 / zones as f64);
+    }
+    Ok(Sweep { avg_mbps: if ns == 0 { 0.0 } else { bytes as f64 * 1e3 / ns as f64 }, zones: out })
+}
+
+/// An HD Tach pass: the read sweep on the drive, the write sweep on a copy
+/// so that measuring does not change the state measured.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HdTach {
+    /// Sequential read sweep.
+    pub read: Sweep,
+    /// Sequential write sweep (taken on a clone).
+    pub write: Sweep,
+}
+
+/// Runs an HD Tach pass (see [`HdTach`]).
+pub fn hdtach(
+    drive: &mut Drive,
+    zones: u32,
+    data: DataSpec,
+    seed: u64,
+    progress: &mut dyn FnMut(f64),
+) -> Result<HdTach, String> {
+    let read = hdtach_sweep(drive, Rw::Read, zones, data, seed, &mut |f| progress(f / 2.0))?;
+    let mut copy = drive.clone();
+    let write = hdtach_sweep(&mut copy, Rw::Write, zones, data, seed, &mut |f| progress(0.5 + f / 2.0))?;
+    Ok(HdTach { read, write })
+}
+
+/// ATTO at one transfer size.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AttoPoint {
+    /// Transfer size in bytes.
+    pub size: u64,
+    /// Write MB/s (decimal).
+    pub write_mbps: f64,
+    /// Read MB/s (decimal).
+    pub read_mbps: f64,
+}
+
+/// An ATTO sweep: for each size, write then read `span` bytes from the
+/// start of the drive at queue depth 4 with highly compressible data. Runs
+/// on a copy so the drive is unchanged.
+pub fn atto(drive: &Drive, span: u64, seed: u64, progress: &mut dyn FnMut(f64)) -> Result<Vec<AttoPoint>, String> {
+    let span = span.min(drive.config().logical_bytes);
+    let data = DataSpec::compressible(ATTO_COMPRESS_PCT).map_err(|e| e.to_string())?;
+    let mut copy = drive.clone();
+    let mut out = Vec::new();
+    for (i, &size) in ATTO_SIZES.iter().enumerate() {
+        let length = span / size * size;
+        if length == 0 {
+            break;
+        }
+        let job = |rw: Rw| JobSpec {
+            name: format!("atto-{size}"),
+            rw,
+            bs: size,
+            iodepth: ATTO_QD,
+            offset: 0,
+            length,
+            limit: Limit::Bytes(length),
+            rwmixread: 0,
+            distribution: Distribution::Random,
+            data,
+            seed: seed.wrapping_add(i as u64),
+        };
+        let w = run_job(&mut copy, &job(Rw::Write), &mut |_| {})?;
+        let r = run_job(&mut copy, &job(Rw::Read), &mut |_| {})?;
+        out.push(AttoPoint { size, write_mbps: w.mbps(), read_mbps: r.mbps() });
+        progress((i + 1) as f64 / ATTO_SIZES.len() as f64);
+    }
+    Ok(out)
+}
+
+/// IOmeter-style 4 KiB random IOPS at one queue depth.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct IometerPoint {
+    /// Queue depth.
+    pub qd: u32,
+    /// 4 KiB random read IOPS.
+    pub read_iops: f64,
+    /// 4 KiB random write IOPS.
+    pub write_iops: f64,
+    /// Mean read latency, microseconds.
+    pub read_lat_us: f64,
+    /// Mean write latency, microseconds.
+    pub write_lat_us: f64,
+}
+
+/// IOmeter: 4 KiB random reads, then random writes, at each queue depth
+/// in [`IOMETER_QDS`], `ops` commands each, over the first `span` bytes
+/// (which should hold data, or reads cost no NAND). `data` is what the
+/// writes carry.
+pub fn iometer(
+    drive: &mut Drive,
+    span: u64,
+    ops: u64,
+    data: DataSpec,
+    seed: u64,
+    progress: &mut dyn FnMut(f64),
+) -> Result<Vec<IometerPoint>, String> {
+    let span = span.min(drive.config().logical_bytes) / 4096 * 4096;
+    let job = |rw: Rw, qd: u32| JobSpec {
+        name: format!("iometer-{rw:?}-qd{qd}").to_lowercase(),
+        rw,
+        bs: 4096,
+        iodepth: qd,
+        offset: 0,
+        length: span,
+        limit: Limit::Ops(ops),
+        rwmixread: 0,
+        distribution: Distribution::Random,
+        data,
+        seed: seed.wrapping_add(u64::from(qd)),
+    };
+    let steps = (IOMETER_QDS.len() * 2) as f64;
+    let mut reads = Vec::new();
+    for (i, &qd) in IOMETER_QDS.iter().enumerate() {
+        reads.push(run_job(drive, &job(Rw::RandRead, qd), &mut |_| {})?);
+        progress((i + 1) as f64 / steps);
+    }
+    let mut out = Vec::new();
+    for (i, (&qd, r)) in IOMETER_QDS.iter().zip(reads).enumerate() {
+        let w = run_job(drive, &job(Rw::RandWrite, qd), &mut |_| {})?;
+        out.push(IometerPoint {
+            qd,
+            read_iops: r.read.iops,
+            write_iops: w.write.iops,
+            read_lat_us: r.read.lat.mean_latency_ns / 1e3,
+            write_lat_us: w.write.lat.mean_latency_ns / 1e3,
+        });
+        progress((IOMETER_QDS.len() + i + 1) as f64 / steps);
+    }
+    Ok(out)
+}
