@@ -14,7 +14,12 @@ use duraflash::workload::job::{fill_spec, run_job, JobResult, JobSpec, Limit};
 use duraflash::workload::review::{self, AttoPoint, HdTach, IometerPoint};
 use duraflash::Drive;
 
-use super::{emit, progress_bar, setup_threads, AttoArgs, Failure, HdtachArgs, IometerArgs, Output, RunArgs};
+use duraflash::workload::torture::{self, Duration, TortureData, TortureReport, TortureSpec};
+
+use super::{
+    emit, progress_bar, setup_threads, AttoArgs, Failure, HdtachArgs, IometerArgs, Output, RunArgs, TortureArgs,
+    TortureDataArg,
+};
 
 /// Every JSON result starts with how it was made.
 #[derive(Serialize)]
@@ -358,7 +363,8 @@ pub(super) fn run(args: RunArgs) -> Result<(), Failure> {
     let specs = file
         .jobs
         .iter()
-        .map(|j| job_spec(j, capacity, seed))
+        .enumerate()
+        .map(|(i, j)| job_spec(j, capacity, duraflash::pattern::unit_seed(seed, i as u64)))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
     for spec in &specs {
@@ -402,6 +408,111 @@ pub(super) fn run(args: RunArgs) -> Result<(), Failure> {
     let cfg = drive.config().clone();
     let out = FioOutput { provenance: Provenance::new(&cfg), fio_version: "duraflash-fio-compat", jobs, drive: s };
     emit(&args.out, &summary, &out)
+}
+
+/// Capacity `torture` uses when none is given: a 4 GiB scale model runs
+/// in about a minute; `--capacity 240GB --media metadata-only` is the
+/// whole drive.
+const TORTURE_DEFAULT_CAPACITY: u64 = 4 << 30;
+
+#[derive(Serialize)]
+struct TortureOutput<'a> {
+    #[serde(flatten)]
+    provenance: Provenance<'a>,
+    #[serde(flatten)]
+    report: &'a TortureReport,
+}
+
+pub(super) fn torture(args: TortureArgs) -> Result<(), Failure> {
+    setup_threads(&args.out)?;
+    let cfg = args.drive.build(Some(TORTURE_DEFAULT_CAPACITY)).map_err(Failure::Usage)?;
+    if args.qd == 0 || args.zones == 0 {
+        return Err(Failure::Usage("--qd and --zones must be at least 1".into()));
+    }
+    let duration = match args.drive_writes {
+        Some(x) if x.is_finite() && x >= 0.0 => Duration::DriveWrites(x),
+        Some(x) => return Err(Failure::Usage(format!("--drive-writes {x} must be a non-negative number"))),
+        None if args.minutes.is_finite() && args.minutes >= 0.0 => Duration::Minutes(args.minutes),
+        None => return Err(Failure::Usage(format!("--minutes {} must be a non-negative number", args.minutes))),
+    };
+    let data = match args.data {
+        TortureDataArg::Compressible => TortureData::Compressible,
+        TortureDataArg::PseudoRandom => TortureData::PseudoRandom,
+        TortureDataArg::Incompressible => TortureData::Incompressible,
+    };
+    let spec = TortureSpec { data, duration, qd: args.qd, zones: args.zones, seed: cfg.seed };
+    let bar = progress_bar(args.out.quiet);
+    let mut progress = |phase: &str, f: f64| {
+        if let Some(b) = &bar {
+            b.set_prefix(phase.to_string());
+            b.set_position((f.clamp(0.0, 1.0) * 1000.0) as u64);
+        }
+    };
+    let report = torture::torture(&cfg, &spec, &mut progress).map_err(Failure::Run)?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if let Some(dir) = &args.plot {
+        torture_plots(dir, &cfg, &report)?;
+    }
+    let states = [
+        ("clean", &report.clean),
+        ("tortured", &report.tortured),
+        ("after TRIM", &report.after_trim),
+        ("after 2nd TRIM", &report.after_second_trim),
+    ];
+    let mut summary = format!(
+        "torture {} firmware {} data {:?} at {}: {:.2} drive-writes of 4 KiB random writes at QD {} ({:.1} s simulated), WAF {:.2}\n",
+        cfg.name,
+        report.firmware,
+        report.data,
+        duraflash::ByteSize(cfg.logical_bytes),
+        report.drive_writes,
+        args.qd,
+        report.torture_secs,
+        report.waf
+    );
+    summary += &format!("{:>16} {:>10} {:>10} {:>10}\n", "state", "read MB/s", "write MB/s", "read/clean");
+    for (name, s) in states {
+        summary += &format!(
+            "{name:>16} {:>10.1} {:>10.1} {:>10.2}\n",
+            s.read_mbps,
+            s.write_mbps,
+            s.read_mbps / report.clean.read_mbps
+        );
+    }
+    emit(&args.out, &summary, &TortureOutput { provenance: Provenance::new(&cfg), report: &report })
+}
+
+fn torture_plots(dir: &Path, cfg: &DriveConfig, r: &TortureReport) -> Result<(), Failure> {
+    std::fs::create_dir_all(dir).map_err(|e| Failure::Run(format!("--plot {}: {e}", dir.display())))?;
+    let gb = |o: u64| o as f64 / 1e9;
+    let states = [
+        ("clean", &r.clean),
+        ("tortured", &r.tortured),
+        ("after TRIM", &r.after_trim),
+        ("after 2nd TRIM", &r.after_second_trim),
+    ];
+    for (dir_name, pick) in [("read", true), ("write", false)] {
+        let series = states
+            .iter()
+            .map(|(name, s)| {
+                let sweep = if pick { &s.hdtach.read } else { &s.hdtach.write };
+                Series { name: (*name).into(), points: sweep.zones.iter().map(|z| (gb(z.offset), z.mbps)).collect() }
+            })
+            .collect();
+        let chart = LineChart {
+            title: format!("HD Tach {dir_name}: {} firmware {}, {:?} data", cfg.name, r.firmware, r.data),
+            x_label: "position (GB)".into(),
+            y_label: "MB/s".into(),
+            series,
+            y_from_zero: true,
+            ..Default::default()
+        };
+        let path = dir.join(format!("hdtach-{dir_name}-{}-{:?}.svg", r.firmware, r.data).to_lowercase());
+        write_plot(&Some(path), &chart)?;
+    }
+    Ok(())
 }
 
 /// Whether `path` names standard output.

@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::ConfigError;
+use crate::firmware::Firmware;
 use crate::timing::{HostLink, TimingParams};
 
 /// Names of the built-in presets, for [`DriveConfig::preset`].
@@ -26,7 +27,7 @@ pub const SF2281_MAP_CACHE_BYTES: u64 = 4 << 20;
 /// fits in one free block plus the open blocks.
 pub const DEFAULT_LOW_WATERMARK: u32 = 2;
 
-/// Default idle-GC target: idle collection stops at this many free blocks.
+/// Idle GC collects until this many blocks above the low watermark are free.
 pub const DEFAULT_HIGH_WATERMARK: u32 = 8;
 
 /// NAND array shape.
@@ -110,6 +111,17 @@ pub struct GcConfig {
     pub high_watermark: u32,
 }
 
+impl GcConfig {
+    /// Greedy GC with the watermarks the presets use for `geometry`: one
+    /// erased block per die in reserve plus [`DEFAULT_LOW_WATERMARK`] (the
+    /// dies' open blocks fill in lockstep and then each needs a fresh block
+    /// at about the same time), idle GC [`DEFAULT_HIGH_WATERMARK`] above.
+    pub fn for_geometry(geometry: &Geometry) -> Self {
+        let low_watermark = geometry.dies() + DEFAULT_LOW_WATERMARK;
+        GcConfig { policy: GcPolicy::Greedy, low_watermark, high_watermark: low_watermark + DEFAULT_HIGH_WATERMARK }
+    }
+}
+
 /// What the simulated NAND keeps of the data written to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -159,6 +171,8 @@ pub struct DriveConfig {
     pub map_cache_bytes: Option<u64>,
     /// Device timing.
     pub timing: TimingParams,
+    /// Controller firmware profile.
+    pub firmware: Firmware,
 }
 
 impl DriveConfig {
@@ -169,7 +183,7 @@ impl DriveConfig {
             low_watermark: DEFAULT_LOW_WATERMARK,
             high_watermark: DEFAULT_HIGH_WATERMARK,
         };
-        let (logical_bytes, geometry, reduce, map_cache_bytes, timing) = match name {
+        let (logical_bytes, geometry, reduce, map_cache_bytes, timing, firmware) = match name {
             // SandForce SF-2281: 240 GB on 256 GiB of 25 nm MLC, 8 channels
             // of four 64 Gbit dies; 8 KiB pages, 256 pages (2 MiB) a block.
             "sf2281-240g" => (
@@ -193,10 +207,15 @@ impl DriveConfig {
                     engine_bytes_per_sec: 1_000_000_000,
                     host_link: HostLink::Sata6g,
                     command_service_ns: 8_000,
-                    command_latency_ns: 38_000,
+                    command_latency_ns: 92_000,
                     trim_range_ns: 2_000,
-                    read_window: Some(4),
+                    read_window: Some(5),
+                    gc_lag_ns: 200_000_000,
+                    program_queue: 4,
+                    read_cache_pages: 64,
                 },
+                // The reviewed Corsair Force GS shipped with 5.0.x.
+                "sf-5.0.2",
             ),
             // Samsung 830 64 GB: 8 channels, one 64 Gbit 27 nm toggle die
             // each; 8 KiB pages, 128 pages (1 MiB) a block.
@@ -214,16 +233,20 @@ impl DriveConfig {
                 None,
                 TimingParams {
                     read_ns: 60_000,
-                    program_ns: 400_000,
+                    program_ns: 420_000,
                     erase_ns: 3_000_000,
                     channel_bytes_per_sec: 400_000_000,
                     engine_bytes_per_sec: 1_000_000_000,
                     host_link: HostLink::Sata6g,
                     command_service_ns: 6_000,
-                    command_latency_ns: 8_000,
+                    command_latency_ns: 28_000,
                     trim_range_ns: 2_000,
                     read_window: None,
+                    gc_lag_ns: 200_000_000,
+                    program_queue: 4,
+                    read_cache_pages: 64,
                 },
+                "generic",
             ),
             // Intel X25-M G2 160 GB: 10 channels of four 32 Gbit 34 nm dies;
             // 4 KiB pages, 128 pages (512 KiB) a block.
@@ -250,10 +273,15 @@ impl DriveConfig {
                     command_latency_ns: 60_000,
                     trim_range_ns: 2_000,
                     read_window: None,
+                    gc_lag_ns: 200_000_000,
+                    program_queue: 4,
+                    read_cache_pages: 64,
                 },
+                "generic",
             ),
             other => return Err(ConfigError::UnknownPreset(other.to_string())),
         };
+        let gc = GcConfig { policy: gc.policy, ..GcConfig::for_geometry(&geometry) };
         Ok(DriveConfig {
             name: name.to_string(),
             logical_bytes,
@@ -266,7 +294,15 @@ impl DriveConfig {
             seed: 0,
             map_cache_bytes,
             timing,
+            firmware: Firmware::profile(firmware)?,
         })
+    }
+
+    /// Replaces the NAND geometry, with GC watermarks to match it
+    /// ([`GcConfig::for_geometry`]; the policy is kept).
+    pub fn set_geometry(&mut self, geometry: Geometry) {
+        self.gc = GcConfig { policy: self.gc.policy, ..GcConfig::for_geometry(&geometry) };
+        self.geometry = geometry;
     }
 
     /// Reads a config from TOML text and validates it.
@@ -350,9 +386,23 @@ impl DriveConfig {
         self.logical_bytes / u64::from(self.unit_bytes)
     }
 
-    /// Map pages the controller caches (`None`: all).
+    /// Map pages the controller caches (`None`: all). Without the
+    /// firmware's read-degradation quirk the controller has a DRAM map.
     pub fn map_cache_pages(&self) -> Option<usize> {
+        if !self.firmware.read_degradation {
+            return None;
+        }
         self.map_cache_bytes.map(|b| (b / u64::from(self.geometry.page_bytes)) as usize)
+    }
+
+    /// Page reads one command may have in flight (`None`: no limit); only
+    /// the read-degradation quirk limits them.
+    pub fn read_window(&self) -> Option<u32> {
+        if self.firmware.read_degradation {
+            self.timing.read_window
+        } else {
+            None
+        }
     }
 
     /// Host sectors on the drive.
@@ -430,6 +480,7 @@ impl DriveConfig {
             return Err(ConfigError::invalid("map_cache_bytes", "must hold at least one page (or be absent)"));
         }
         self.timing.validate().map_err(|(field, reason)| ConfigError::invalid(field, reason))?;
+        self.firmware.validate()?;
         if self.gc.high_watermark < self.gc.low_watermark {
             return Err(ConfigError::invalid("gc.high_watermark", "must be at least gc.low_watermark"));
         }

@@ -16,6 +16,7 @@ use crate::config::{DriveConfig, Media};
 use crate::datapath::chunks::{ChunkStore, Extent};
 use crate::datapath::pipeline::{self, EncodedBatch, Encoder};
 use crate::error::{ConfigError, DriveError};
+use crate::firmware::DSM_MAX_SECTORS;
 use crate::ftl::map::L2pMap;
 use crate::ftl::map_cache::MapCache;
 use crate::ftl::space::{BlockState, Space};
@@ -23,7 +24,7 @@ use crate::ftl::victim;
 use crate::host::HostQueue;
 use crate::nand::NandArray;
 use crate::nand::NandOp;
-use crate::timing::Timeline;
+use crate::timing::{Timeline, Work};
 use crate::units::{BlockId, ChunkId, DieId, Lba, Lpn, SimTime, SECTOR_BYTES};
 
 /// Limits the page reads one command has in flight.
@@ -171,6 +172,9 @@ pub struct Drive {
     now: SimTime,
     /// Journal position where each request of the current batch began.
     marks: Vec<usize>,
+    /// Recently read NAND pages in the controller's read buffer:
+    /// `(block, page, erase count)`, most recent last.
+    read_cache: std::collections::VecDeque<(u32, u32, u32)>,
 }
 
 impl Drive {
@@ -196,11 +200,12 @@ impl Drive {
                 config.timing.clone(),
                 config.geometry.page_bytes,
                 config.geometry.channels,
-                config.geometry.dies_per_channel,
+                config.geometry.dies(),
             ),
             map_cache: MapCache::new(config.map_cache_pages(), u64::from(config.geometry.page_bytes / 4)),
             now: SimTime::ZERO,
             marks: Vec::new(),
+            read_cache: std::collections::VecDeque::new(),
             config,
         })
     }
@@ -343,28 +348,52 @@ impl Drive {
 
     /// Completion time of a write of `bytes` issued at `submitted` whose
     /// NAND work was `ops`: firmware, host transfer, compression and hash,
-    /// then every page read (GC, read-modify-write, map), program (host
-    /// data and GC relocation) and erase on its die. The command completes
-    /// when all of it is done or handed to a die.
+    /// then its own page programs (and read-modify-write reads). Garbage
+    /// collection the write triggered occupies dies and channels (reads,
+    /// then the programs of what they read, then erases), so it delays
+    /// whatever needs those dies next, but the write itself completes once
+    /// its data is handed to the dies: the drive keeps free blocks in
+    /// reserve, so it never waits for an erase.
     fn time_write(&mut self, bytes: u64, ops: &[NandOp], submitted: SimTime) -> SimTime {
+        let throttle = self.life_curve_throttle(submitted);
         let t = &mut self.timeline;
         let accepted = t.firmware(submitted, 0);
-        let received = t.link(bytes, accepted);
+        let mut received = t.link(bytes, accepted.max(t.link_floor(submitted)));
+        if let Some(rate) = throttle {
+            received = t.throttle(bytes, rate, received);
+        }
         let ready = if self.config.compression || self.config.dedup { t.engine(bytes, received) } else { received };
-        let mut done = ready;
-        let mut data_ready = ready;
+        let (mut done, mut host_data, mut gc_data) = (ready, ready, ready);
         for op in ops {
             match *op {
                 NandOp::Read(DieId(d)) => {
-                    let at = t.page_read(d, ready);
-                    data_ready = data_ready.max(at);
-                    done = done.max(at);
+                    host_data = host_data.max(t.page_read(d, ready, Work::Host));
+                    done = done.max(host_data);
                 }
-                NandOp::Program(DieId(d)) => done = done.max(t.page_program(d, data_ready)),
-                NandOp::Erase(DieId(d)) => done = done.max(t.erase(d, data_ready)),
+                NandOp::Program(DieId(d)) => done = done.max(t.page_program(d, host_data, Work::Host)),
+                NandOp::GcRead(DieId(d)) => gc_data = gc_data.max(t.page_read(d, ready, Work::Background)),
+                NandOp::GcProgram(DieId(d)) => gc_data = gc_data.max(t.page_program(d, gc_data, Work::Background)),
+                NandOp::Erase(DieId(d)) => {
+                    t.erase(d, gc_data);
+                }
             }
         }
         done
+    }
+
+    /// The throttled write rate when the NAND has been written past the
+    /// firmware's life curve at time `at` (see [`crate::firmware`]).
+    fn life_curve_throttle(&self, at: SimTime) -> Option<u64> {
+        let curve = self.config.firmware.life_curve.as_ref()?;
+        let physical = self.config.geometry.physical_bytes() as f64;
+        let rated = f64::from(self.config.geometry.pe_cycles) * physical * at.secs() / curve.lifetime_secs;
+        let allowance = curve.burst_pe * physical + rated;
+        let written = self.stats_nand_bytes() as f64;
+        (written > allowance).then_some(curve.throttled_bytes_per_sec)
+    }
+
+    fn stats_nand_bytes(&self) -> u64 {
+        self.nand.counters().pages_programmed * u64::from(self.config.geometry.page_bytes)
     }
 
     /// Schedules journaled NAND work (secure erase, idle GC) from `at`,
@@ -376,12 +405,14 @@ impl Drive {
         for op in ops {
             let t = &mut self.timeline;
             match op {
-                NandOp::Read(DieId(d)) => {
-                    let r = t.page_read(d, at);
+                NandOp::Read(DieId(d)) | NandOp::GcRead(DieId(d)) => {
+                    let r = t.page_read(d, at, Work::Background);
                     data_ready = data_ready.max(r);
                     done = done.max(r);
                 }
-                NandOp::Program(DieId(d)) => done = done.max(t.page_program(d, data_ready) + t.params().program_ns),
+                NandOp::Program(DieId(d)) | NandOp::GcProgram(DieId(d)) => {
+                    done = done.max(t.page_program(d, data_ready, Work::Background) + t.params().program_ns)
+                }
                 NandOp::Erase(DieId(d)) => done = done.max(t.erase(d, data_ready)),
             }
         }
@@ -414,7 +445,6 @@ impl Drive {
     fn apply(&mut self, units: &[(usize, Lpn, &[u8])], batch: &EncodedBatch) -> Result<(), DriveError> {
         for (i, (r, lpn, data)) in units.iter().enumerate() {
             self.begin_request(*r);
-            self.lookup_map(*lpn);
             let enc = batch.units()[i];
             self.clock += 1;
             self.counters.host_write_units += 1;
@@ -486,12 +516,25 @@ impl Drive {
         Ok(out)
     }
 
-    /// Looks `lpn` up in the map cache, journaling the read of its map page
-    /// on a miss.
-    fn lookup_map(&mut self, lpn: Lpn) {
-        if let Some(page) = self.map_cache.access(lpn.0) {
-            self.nand.journal_map_read(self.map_page_die(page));
+    /// Whether the read buffer still holds `page` of `block` as last sensed
+    /// (an erase since then invalidates it).
+    fn read_cache_hit(&self, block: u32, page: u32) -> bool {
+        let pe = self.nand.pe_cycles(BlockId(block));
+        self.read_cache.iter().any(|&(b, p, e)| b == block && p == page && e == pe)
+    }
+
+    /// Keeps `page` of `block` in the read buffer, evicting the oldest.
+    fn remember_page(&mut self, block: u32, page: u32) {
+        let capacity = self.config.timing.read_cache_pages as usize;
+        if capacity == 0 {
+            return;
         }
+        let pe = self.nand.pe_cycles(BlockId(block));
+        self.read_cache.retain(|&(b, p, _)| !(b == block && p == page));
+        if self.read_cache.len() >= capacity {
+            self.read_cache.pop_front();
+        }
+        self.read_cache.push_back((block, page, pe));
     }
 
     /// The die holding map page `page` (map pages are striped over dies).
@@ -565,8 +608,9 @@ impl Drive {
         }
         let submitted = queue.submit_time();
         let accepted = self.timeline.firmware(submitted, 0);
+        let floor = self.timeline.link_floor(submitted);
         let mut page_done: std::collections::HashMap<(u32, u32), SimTime> = std::collections::HashMap::new();
-        let mut window = ReadWindow::new(self.config.timing.read_window);
+        let mut window = ReadWindow::new(self.config.read_window());
         let mut pages = Vec::new();
         let mut scratch = Vec::new();
         let mut unit_buf = vec![0u8; unit];
@@ -578,14 +622,14 @@ impl Drive {
             let hi = uend.min(end);
             let covered = (hi - lo) * SECTOR_BYTES;
             let Some(id) = self.map.get(Lpn(lpn)) else {
-                done = self.timeline.link(covered, accepted);
+                done = self.timeline.link(covered, accepted.max(floor));
                 continue;
             };
             let mut ready = accepted;
             if let Some(map_page) = self.map_cache.access(lpn) {
                 let die = self.map_page_die(map_page).0;
                 let start = window.admit(accepted);
-                ready = self.timeline.page_read(die, start);
+                ready = self.timeline.page_read(die, start, Work::Host);
                 window.issued(ready);
             }
             pages.clear();
@@ -595,10 +639,14 @@ impl Drive {
             for &(block, page) in &pages {
                 let at = match page_done.get(&(block, page)) {
                     Some(&t) => t,
+                    None if self.read_cache_hit(block, page) => {
+                        page_done.insert((block, page), ready);
+                        ready
+                    }
                     None => {
                         let die = self.nand.die_of(BlockId(block)).0;
                         let start = window.admit(ready);
-                        let t = self.timeline.page_read(die, start);
+                        let t = self.timeline.page_read(die, start, Work::Host);
                         window.issued(t);
                         page_done.insert((block, page), t);
                         nand_reads += 1;
@@ -619,11 +667,16 @@ impl Drive {
                 }
             }
             let decoded = if self.config.compression { self.timeline.engine(unit as u64, data_in) } else { data_in };
-            done = self.timeline.link(covered, decoded);
+            done = self.timeline.link(covered, decoded.max(floor));
         }
         self.nand.count_reads(nand_reads);
         self.counters.host_page_reads += nand_reads;
         self.counters.host_read_bytes += bytes;
+        let mut read: Vec<(u32, u32)> = page_done.keys().copied().collect();
+        read.sort_unstable();
+        for (block, page) in read {
+            self.remember_page(block, page);
+        }
         queue.complete(submitted, done);
         self.now = self.now.max(done);
         Ok(want_data.then_some(out))
@@ -648,8 +701,26 @@ impl Drive {
         }
         let us = self.unit_sectors();
         let mut unmapped = 0;
-        for (lba, sectors) in ranges {
-            let (first, end) = (lba.0.div_ceil(us), (lba.0 + sectors) / us);
+        // Ranges reach the firmware as ATA DSM entries of at most 65535
+        // sectors; the firmware profile decides how much of each it unmaps.
+        // Contiguous pieces of one range are merged again so that a unit
+        // spanning two of its entries is unmapped when both cover it.
+        let mut pieces: Vec<(u64, u64)> = Vec::new();
+        for &(lba, sectors) in ranges {
+            let first_piece = pieces.len();
+            for i in 0..sectors.div_ceil(DSM_MAX_SECTORS) {
+                let start = lba.0 + i * DSM_MAX_SECTORS;
+                let len = self.config.firmware.trim_entry_sectors((sectors - i * DSM_MAX_SECTORS).min(DSM_MAX_SECTORS));
+                let own = pieces.len() > first_piece;
+                match pieces.last_mut() {
+                    Some(last) if own && last.0 + last.1 == start => last.1 += len,
+                    _ if len > 0 => pieces.push((start, len)),
+                    _ => {}
+                }
+            }
+        }
+        for (start, sectors) in pieces {
+            let (first, end) = (start.div_ceil(us), (start + sectors) / us);
             for lpn in first..end.max(first) {
                 if let Some(old) = self.map.set(Lpn(lpn), None) {
                     self.release(old);
@@ -660,7 +731,7 @@ impl Drive {
         self.counters.host_trim_units += unmapped;
         let submitted = queue.submit_time();
         let extra = self.config.timing.trim_range_ns.saturating_mul(ranges.len() as u64);
-        let done = self.timeline.firmware(submitted, extra);
+        let done = self.timeline.firmware(submitted, extra).max(self.timeline.link_floor(submitted));
         queue.complete(submitted, done);
         self.now = self.now.max(done);
         Ok(unmapped)
@@ -692,13 +763,16 @@ impl Drive {
         self.idle(self.now, SimTime(u64::MAX))
     }
 
-    /// The host is idle from `from` to `until`: GC cleans blocks while the
-    /// dies are free before `until`, until the high watermark of free
-    /// blocks is reached, nothing is reclaimable, or a collection gains no
-    /// space (moving a block's live data would only pad another). Returns
-    /// the blocks cleaned. The work occupies the dies, so a command issued
-    /// before it finishes waits.
+    /// The host is idle from `from` to `until`: queued background work
+    /// drains, and GC cleans blocks while the dies are free before `until`,
+    /// until the high watermark of free blocks is reached, nothing is
+    /// reclaimable, or a collection gains no space (moving a block's live
+    /// data would only pad another). The next untimed command is issued at
+    /// `until` (when finite). Returns the blocks cleaned.
     pub fn idle(&mut self, from: SimTime, until: SimTime) -> Result<u32, DriveError> {
+        if until.0 != u64::MAX {
+            self.now = self.now.max(until);
+        }
         let mut cleaned = 0;
         let mut at = from;
         while self.space.free_blocks() < self.config.gc.high_watermark && at < until {
@@ -722,6 +796,15 @@ impl Drive {
         let Some(victim) = victim::choose(self.config.gc.policy, self.space.sealed_views(self.clock)) else {
             return Ok(false);
         };
+        self.nand.set_collecting(true);
+        let moved = self.relocate_all(victim);
+        self.nand.set_collecting(false);
+        moved?;
+        Ok(true)
+    }
+
+    /// Moves every live chunk out of `victim` and erases it.
+    fn relocate_all(&mut self, victim: BlockId) -> Result<(), DriveError> {
         let summary = self.space.take_summary(victim);
         let mut pages = Vec::new();
         let mut bytes = Vec::new();
@@ -754,7 +837,7 @@ impl Drive {
         self.counters.gc_page_reads += pages.len() as u64;
         self.counters.gc_victims += 1;
         self.space.erase(&mut self.nand, victim, summary);
-        Ok(true)
+        Ok(())
     }
 
     /// ATA secure erase: every written block erased, every mapping and

@@ -15,6 +15,9 @@ pub enum ConfigError {
     /// A preset name that is not built in.
     #[error("unknown preset '{0}' (valid: {list})", list = crate::config::PRESETS.join(", "))]
     UnknownPreset(String),
+    /// A firmware profile name that is not built in.
+    #[error("unknown firmware '{0}' (valid: {list})", list = crate::firmware::PROFILES.join(", "))]
+    UnknownFirmware(String),
     /// A TOML file that does not parse into a config.
     #[error("cannot parse drive config: {0}")]
     Parse(String),

@@ -28,6 +28,7 @@ pub mod controller;
 pub mod datapath;
 pub mod error;
 pub mod fio;
+pub mod firmware;
 pub mod ftl;
 pub mod host;
 pub mod nand;

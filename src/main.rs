@@ -42,6 +42,43 @@ enum Command {
     Iometer(IometerArgs),
     /// Run a fio job file against the simulated drive.
     Run(RunArgs),
+    /// The reviewers' SandForce torture protocol: clean, tortured, after
+    /// TRIM and after a second TRIM, each measured with HD Tach.
+    Torture(TortureArgs),
+}
+
+#[derive(Args)]
+struct TortureArgs {
+    #[command(flatten)]
+    drive: DriveArgs,
+    /// Data the fill, torture and write sweeps use.
+    #[arg(long, value_enum, default_value = "compressible")]
+    data: TortureDataArg,
+    /// Simulated minutes of torture on the full-size drive (scaled with --capacity).
+    #[arg(long, default_value_t = 20.0, conflicts_with = "drive_writes")]
+    minutes: f64,
+    /// Torture for this many drive-writes instead of --minutes.
+    #[arg(long)]
+    drive_writes: Option<f64>,
+    /// Queue depth of the random writes.
+    #[arg(long, default_value_t = 32)]
+    qd: u32,
+    /// HD Tach zones per pass.
+    #[arg(long, default_value_t = duraflash::workload::review::HDTACH_ZONES)]
+    zones: u32,
+    /// Write the HD Tach read and write graphs (SVG) into this directory.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    #[command(flatten)]
+    out: Output,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+#[value(rename_all = "kebab-case")]
+enum TortureDataArg {
+    Compressible,
+    PseudoRandom,
+    Incompressible,
 }
 
 /// What written data looks like (fio's buffer options).
@@ -182,6 +219,9 @@ struct DriveArgs {
     /// Seed of every random stream.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Firmware profile: sf-3.x, sf-5.0.2, sf-5.0.3, generic (default: the preset's).
+    #[arg(long)]
+    firmware: Option<String>,
 }
 
 fn parse_gc(s: &str) -> Result<GcPolicy, String> {
@@ -226,6 +266,9 @@ impl DriveArgs {
         }
         if let Some(g) = self.gc {
             cfg.gc.policy = g;
+        }
+        if let Some(f) = &self.firmware {
+            cfg.firmware = duraflash::firmware::Firmware::profile(f).map_err(|e| format!("--firmware: {e}"))?;
         }
         if let Some(cap) = self.capacity.map(|c| c.0).or(default_capacity) {
             cfg = cfg.scaled(cap).map_err(|e| format!("--capacity: {e}"))?;
@@ -347,6 +390,7 @@ fn main() -> ExitCode {
         Command::Atto(args) => commands::atto(args),
         Command::Iometer(args) => commands::iometer(args),
         Command::Run(args) => commands::run(args),
+        Command::Torture(args) => commands::torture(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -34,10 +34,14 @@ pub struct NandCounters {
 /// A NAND operation, as the timing model needs to know it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NandOp {
-    /// A page read on a die.
+    /// A page read on a die for the host (read-modify-write).
     Read(DieId),
-    /// A page program on a die.
+    /// A page program of host data on a die.
     Program(DieId),
+    /// A page read by garbage collection.
+    GcRead(DieId),
+    /// A page program of data garbage collection moved.
+    GcProgram(DieId),
     /// A block erase on a die.
     Erase(DieId),
 }
@@ -51,6 +55,8 @@ pub struct NandArray {
     counters: NandCounters,
     /// Operations since the controller last drained them, in order.
     journal: Vec<NandOp>,
+    /// Whether reads and programs now are garbage collection's.
+    collecting: bool,
 }
 
 impl NandArray {
@@ -62,7 +68,14 @@ impl NandArray {
             blocks: vec![Block::default(); geometry.total_blocks() as usize],
             counters: NandCounters::default(),
             journal: Vec::new(),
+            collecting: false,
         }
+    }
+
+    /// Marks the reads and programs that follow as garbage collection's
+    /// (`true`) or the host's (`false`).
+    pub fn set_collecting(&mut self, collecting: bool) {
+        self.collecting = collecting;
     }
 
     /// Operations done since the last call, in order; the journal empties.
@@ -124,7 +137,8 @@ impl NandArray {
         }
         b.programmed += 1;
         self.counters.pages_programmed += 1;
-        self.journal.push(NandOp::Program(self.die_of(block)));
+        let die = self.die_of(block);
+        self.journal.push(if self.collecting { NandOp::GcProgram(die) } else { NandOp::Program(die) });
         Ok(())
     }
 
@@ -154,13 +168,8 @@ impl NandArray {
     /// read-modify-write reads, timed with the command that caused them).
     pub fn journal_read(&mut self, block: BlockId) {
         self.counters.pages_read += 1;
-        self.journal.push(NandOp::Read(self.die_of(block)));
-    }
-
-    /// Journals a read of a mapping-table page on `die` (not a data page:
-    /// not counted in `pages_read`).
-    pub fn journal_map_read(&mut self, die: DieId) {
-        self.journal.push(NandOp::Read(die));
+        let die = self.die_of(block);
+        self.journal.push(if self.collecting { NandOp::GcRead(die) } else { NandOp::Read(die) });
     }
 
     /// Erases `block`: every page programmable again, one more P/E cycle.

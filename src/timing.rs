@@ -51,14 +51,27 @@ pub struct TimingParams {
     /// Firmware time per command, serialized on one core (ns): the IOPS
     /// ceiling is 1e9 / this.
     pub command_service_ns: u64,
-    /// Fixed command latency that overlaps other commands (ns): protocol
-    /// round trips and queueing in the host stack.
+    /// Fixed command latency that overlaps other commands and the media
+    /// work of its own command (ns): protocol round trips and the host
+    /// stack. No data crosses the link before it has passed.
     pub command_latency_ns: u64,
     /// Firmware time per TRIM range (ns).
     pub trim_range_ns: u64,
     /// Page reads one command may have in flight; `None` overlaps all of
-    /// them across dies.
+    /// them across dies. Applies only with the read-degradation quirk.
     pub read_window: Option<u32>,
+    /// How far (ns) background work on a die may fall behind host work
+    /// before host work waits for it.
+    pub gc_lag_ns: u64,
+    /// Programs a die may have queued (cache program and controller
+    /// buffer): a write is accepted while its die's backlog is under this
+    /// many program times, so a single erase does not stall the host.
+    pub program_queue: u32,
+    /// NAND pages the controller's read buffer keeps across commands. A
+    /// compressed chunk that straddles into its die's next page shares
+    /// that page with data written a stripe later; sequential reads find
+    /// it here instead of sensing it twice.
+    pub read_cache_pages: u32,
 }
 
 impl TimingParams {
@@ -84,31 +97,49 @@ pub fn transfer_ns(bytes: u64, rate: u64) -> u64 {
     (u128::from(bytes) * 1_000_000_000).div_ceil(u128::from(rate)) as u64
 }
 
+/// Whose work a NAND operation is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Work {
+    /// A host command waits for it.
+    Host,
+    /// Garbage collection, erases: done when the die has time.
+    Background,
+}
+
+/// A die's or channel's clocks: when its host work ends, and when all its
+/// work ends.
+#[derive(Clone, Copy, Debug, Default)]
+struct DieClock {
+    host: SimTime,
+    /// Invariant: all >= host.
+    all: SimTime,
+}
+
 /// Busy-until clocks of every resource.
 #[derive(Clone, Debug)]
 pub struct Timeline {
     params: TimingParams,
     page_bytes: u64,
-    dies_per_channel: u32,
-    dies: Vec<SimTime>,
-    channels: Vec<SimTime>,
+    dies: Vec<DieClock>,
+    channels: Vec<DieClock>,
     engine: SimTime,
     firmware: SimTime,
     link: SimTime,
+    throttle: SimTime,
 }
 
 impl Timeline {
-    /// All resources idle at time zero.
-    pub fn new(params: TimingParams, page_bytes: u32, channels: u32, dies_per_channel: u32) -> Self {
+    /// All resources idle at time zero: `dies` dies spread over `channels`.
+    pub fn new(params: TimingParams, page_bytes: u32, channels: u32, dies: u32) -> Self {
         Timeline {
             params,
             page_bytes: u64::from(page_bytes),
-            dies_per_channel,
-            dies: vec![SimTime::ZERO; (channels * dies_per_channel) as usize],
-            channels: vec![SimTime::ZERO; channels as usize],
+            dies: vec![DieClock::default(); dies as usize],
+            channels: vec![DieClock::default(); channels as usize],
             engine: SimTime::ZERO,
             firmware: SimTime::ZERO,
             link: SimTime::ZERO,
+            throttle: SimTime::ZERO,
         }
     }
 
@@ -117,8 +148,10 @@ impl Timeline {
         &self.params
     }
 
+    /// Dies are numbered across channels first: die d sits on channel
+    /// d mod channels, so consecutive dies use different channels.
     fn channel_of(&self, die: u32) -> usize {
-        (die / self.dies_per_channel) as usize
+        (die as usize) % self.channels.len()
     }
 
     fn occupy(clock: &mut SimTime, ready: SimTime, cost: u64) -> SimTime {
@@ -127,34 +160,66 @@ impl Timeline {
         *clock
     }
 
-    /// A page read on `die` that may start at `ready`: array read, then the
-    /// page crosses its channel. Returns when the data is in the controller.
-    pub fn page_read(&mut self, die: u32, ready: SimTime) -> SimTime {
-        let sensed = Self::occupy(&mut self.dies[die as usize], ready, self.params.read_ns);
-        let xfer = transfer_ns(self.page_bytes, self.params.channel_bytes_per_sec);
-        let ch = self.channel_of(die);
-        let done = Self::occupy(&mut self.channels[ch], sensed, xfer);
-        // The die's page register is busy until its data has left.
-        self.dies[die as usize] = self.dies[die as usize].max(done);
-        done
+    /// Runs `cost` of work on `die` from `ready`. Host work goes ahead of
+    /// queued background (GC) work, which it pushes back, unless the
+    /// background backlog is more than `gc_lag_ns` deep: then the host
+    /// waits, so GC can defer but never escape its share of die time.
+    fn on_die(&mut self, die: u32, ready: SimTime, cost: u64, work: Work) -> SimTime {
+        Self::schedule(&mut self.dies[die as usize], self.params.gc_lag_ns, ready, cost, work)
     }
 
-    /// A page program on `die` whose data is ready at `ready`: the page
-    /// crosses the channel, then the die programs it. Returns when the die
-    /// has taken the data (the controller's buffer is free again); the die
-    /// stays busy for tPROG after that.
-    pub fn page_program(&mut self, die: u32, ready: SimTime) -> SimTime {
+    /// Moves one page over `die`'s channel, host transfers ahead of
+    /// background ones as on the dies.
+    fn on_channel(&mut self, die: u32, ready: SimTime, work: Work) -> SimTime {
         let xfer = transfer_ns(self.page_bytes, self.params.channel_bytes_per_sec);
         let ch = self.channel_of(die);
-        let die_free = self.dies[die as usize];
-        let on_bus = Self::occupy(&mut self.channels[ch], ready.max(die_free), xfer);
-        self.dies[die as usize] = on_bus + self.params.program_ns;
+        Self::schedule(&mut self.channels[ch], self.params.gc_lag_ns, ready, xfer, work)
+    }
+
+    fn schedule(d: &mut DieClock, lag: u64, ready: SimTime, cost: u64, work: Work) -> SimTime {
+        match work {
+            Work::Background => {
+                let start = ready.max(d.all);
+                d.all = start + cost;
+                d.all
+            }
+            Work::Host => {
+                let start = ready.max(d.host).max(SimTime(d.all.0.saturating_sub(lag)));
+                let end = start + cost;
+                d.host = end;
+                d.all = if d.all > start { d.all + cost } else { end };
+                end
+            }
+        }
+    }
+
+    /// A page read on `die` that may start at `ready`: array read, then the
+    /// page crosses its channel. Returns when the data is in the controller.
+    pub fn page_read(&mut self, die: u32, ready: SimTime, work: Work) -> SimTime {
+        let sensed = self.on_die(die, ready, self.params.read_ns, work);
+        self.on_channel(die, sensed, work)
+    }
+
+    /// A page program on `die` whose data is ready at `ready`. The write
+    /// is accepted once the die's backlog is under `program_queue` program
+    /// times; the page crosses the channel and the die programs it when
+    /// free. Returns the acceptance time.
+    pub fn page_program(&mut self, die: u32, ready: SimTime, work: Work) -> SimTime {
+        let backlog = u64::from(self.params.program_queue) * self.params.program_ns;
+        let d = self.dies[die as usize];
+        let queue_end = match work {
+            Work::Background => d.all,
+            Work::Host => d.host.max(SimTime(d.all.0.saturating_sub(self.params.gc_lag_ns))),
+        };
+        let accepted = ready.max(SimTime(queue_end.0.saturating_sub(backlog)));
+        let on_bus = self.on_channel(die, accepted, work);
+        self.on_die(die, on_bus, self.params.program_ns, work);
         on_bus
     }
 
-    /// A block erase on `die`. Returns when the block is erased.
+    /// A block erase on `die` (background work). Returns when it is done.
     pub fn erase(&mut self, die: u32, ready: SimTime) -> SimTime {
-        Self::occupy(&mut self.dies[die as usize], ready, self.params.erase_ns)
+        self.on_die(die, ready, self.params.erase_ns, Work::Background)
     }
 
     /// Compression or decompression of `bytes` raw bytes.
@@ -164,10 +229,21 @@ impl Timeline {
     }
 
     /// Firmware handling of one command arriving at `ready`, plus `extra`
-    /// serialized firmware time (TRIM ranges).
+    /// serialized firmware time (TRIM ranges). Media work may start then.
     pub fn firmware(&mut self, ready: SimTime, extra: u64) -> SimTime {
         let cost = self.params.command_service_ns + extra;
-        Self::occupy(&mut self.firmware, ready + self.params.command_latency_ns, cost)
+        Self::occupy(&mut self.firmware, ready, cost)
+    }
+
+    /// The earliest time data of a command issued at `submitted` may cross
+    /// the link, or the command complete.
+    pub fn link_floor(&self, submitted: SimTime) -> SimTime {
+        submitted + self.params.command_latency_ns
+    }
+
+    /// `bytes` of host writes through a write throttle of `rate` bytes/s.
+    pub fn throttle(&mut self, bytes: u64, rate: u64, ready: SimTime) -> SimTime {
+        Self::occupy(&mut self.throttle, ready, transfer_ns(bytes, rate))
     }
 
     /// `bytes` of payload over the host link.
@@ -178,7 +254,7 @@ impl Timeline {
 
     /// The latest time any die is busy until.
     pub fn dies_idle_at(&self) -> SimTime {
-        self.dies.iter().copied().max().unwrap_or(SimTime::ZERO)
+        self.dies.iter().map(|d| d.all).max().unwrap_or(SimTime::ZERO)
     }
 }
 
@@ -198,31 +274,63 @@ mod tests {
             command_latency_ns: 5_000,
             trim_range_ns: 1_000,
             read_window: None,
+            gc_lag_ns: 0,
+            program_queue: 0,
+            read_cache_pages: 0,
         }
     }
 
     #[test]
     fn reads_on_one_die_serialize_and_on_two_dies_overlap() {
-        let mut t = Timeline::new(params(), 8192, 2, 1);
+        let mut t = Timeline::new(params(), 8192, 2, 2);
         let xfer = transfer_ns(8192, 200_000_000);
-        let a = t.page_read(0, SimTime::ZERO);
-        let b = t.page_read(0, SimTime::ZERO);
+        let a = t.page_read(0, SimTime::ZERO, Work::Host);
+        let b = t.page_read(0, SimTime::ZERO, Work::Host);
         assert_eq!(a, SimTime(50_000 + xfer));
         assert!(b.0 >= a.0 + 50_000, "second read on the same die waits");
-        let mut t = Timeline::new(params(), 8192, 2, 1);
-        let c = t.page_read(0, SimTime::ZERO);
-        let d = t.page_read(1, SimTime::ZERO);
+        let mut t = Timeline::new(params(), 8192, 2, 2);
+        let c = t.page_read(0, SimTime::ZERO, Work::Host);
+        let d = t.page_read(1, SimTime::ZERO, Work::Host);
         assert_eq!(c, d, "different dies on different channels overlap fully");
     }
 
     #[test]
     fn programs_back_up_behind_a_busy_die() {
         let mut t = Timeline::new(params(), 8192, 1, 1);
-        let first = t.page_program(0, SimTime::ZERO);
-        let second = t.page_program(0, SimTime::ZERO);
+        let first = t.page_program(0, SimTime::ZERO, Work::Host);
+        let second = t.page_program(0, SimTime::ZERO, Work::Host);
         assert_eq!(second.0 - first.0, 1_000_000 + transfer_ns(8192, 200_000_000));
         let e = t.erase(0, SimTime::ZERO);
         assert!(e.0 > second.0 + 1_000_000);
+    }
+
+    #[test]
+    fn a_program_queue_absorbs_an_erase() {
+        let mut p = params();
+        p.program_queue = 4;
+        let mut t = Timeline::new(p, 8192, 1, 1);
+        t.erase(0, SimTime::ZERO);
+        let accepted = t.page_program(0, SimTime::ZERO, Work::Host);
+        assert!(accepted.0 < 100_000, "accepted at once behind a 3 ms erase: {accepted:?}");
+        assert!(t.dies_idle_at().0 >= 4_000_000, "but the die programs after the erase");
+    }
+
+    #[test]
+    fn host_work_goes_ahead_of_gc_within_the_lag() {
+        let mut p = params();
+        p.gc_lag_ns = 10_000_000;
+        let mut t = Timeline::new(p, 8192, 1, 1);
+        for _ in 0..5 {
+            t.page_program(0, SimTime::ZERO, Work::Background);
+        }
+        let host = t.page_read(0, SimTime::ZERO, Work::Host);
+        assert!(host.0 < 200_000, "a read jumps 5 ms of queued GC programs: {host:?}");
+        assert!(t.dies_idle_at().0 > 5_000_000, "the GC work still happens");
+        let mut strict = Timeline::new(params(), 8192, 1, 1);
+        for _ in 0..5 {
+            strict.page_program(0, SimTime::ZERO, Work::Background);
+        }
+        assert!(strict.page_read(0, SimTime::ZERO, Work::Host).0 > 5_000_000, "no lag allowed: the read waits");
     }
 
     #[test]
@@ -232,7 +340,8 @@ mod tests {
         for _ in 0..100 {
             last = t.firmware(SimTime::ZERO, 0);
         }
-        assert_eq!(last, SimTime(5_000 + 100 * 10_000));
+        assert_eq!(last, SimTime(100 * 10_000));
+        assert_eq!(t.link_floor(SimTime(1)), SimTime(5_001));
         assert_eq!(transfer_ns(560, 560_000_000), 1_000);
     }
 }

@@ -18,14 +18,14 @@ const US: u64 = 8;
 /// pages (SF-2281 page size) holding `units` 4 KiB units.
 fn small(dies: u32, blocks_per_die: u32, pages: u32, units: u64) -> DriveConfig {
     let mut cfg = DriveConfig::preset("sf2281-240g").expect("preset");
-    cfg.geometry = Geometry {
+    cfg.set_geometry(Geometry {
         channels: dies,
         dies_per_channel: 1,
         blocks_per_die,
         pages_per_block: pages,
         page_bytes: 8192,
         pe_cycles: 3000,
-    };
+    });
     cfg.logical_bytes = units * UNIT as u64;
     cfg.validate().expect("test geometry must validate");
     cfg

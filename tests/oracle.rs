@@ -76,8 +76,14 @@ impl Variant {
             Shape::Unit16k => (2, 1, 24, 16, 4096),
             Shape::OneDieTinyPages => (1, 1, 40, 64, 512),
         };
-        cfg.geometry =
-            Geometry { channels, dies_per_channel, blocks_per_die, pages_per_block, page_bytes, pe_cycles: 3000 };
+        cfg.set_geometry(Geometry {
+            channels,
+            dies_per_channel,
+            blocks_per_die,
+            pages_per_block,
+            page_bytes,
+            pe_cycles: 3000,
+        });
         cfg.unit_bytes = match self.shape {
             Shape::Unit8k => 8192,
             Shape::Unit512 => 512,
@@ -991,14 +997,17 @@ fn gc_runs_under_the_oracle_workload() {
 #[test]
 fn regression_idle_gc_livelock_on_full_compressing_drive() {
     let mut cfg = DriveConfig::preset("sf2281-240g").unwrap(); // greedy, dedup + compression
-    cfg.geometry = Geometry {
+    cfg.set_geometry(Geometry {
         channels: 2,
         dies_per_channel: 1,
         blocks_per_die: 8,
         pages_per_block: 16,
         page_bytes: 8192,
         pe_cycles: 3000,
-    };
+    });
+    // The smallest reserve, so the drive can be this full.
+    cfg.gc.low_watermark = 2;
+    cfg.gc.high_watermark = 8;
     cfg.logical_bytes = 360 * 4096;
     let mut drive = Drive::new(cfg).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(1);

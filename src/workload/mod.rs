@@ -4,4 +4,5 @@
 pub mod access;
 pub mod job;
 pub mod review;
+pub mod torture;
 pub mod wa;

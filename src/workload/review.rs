@@ -7,15 +7,14 @@ use serde::Serialize;
 
 use crate::controller::Drive;
 use crate::fio::{Distribution, Rw};
-use crate::pattern::DataSpec;
+use crate::pattern::{unit_seed, DataSpec};
 use crate::workload::job::{run_job, JobSpec, Limit};
 
-/// HD Tach's request size: 64 KiB sequential commands at queue depth 1.
-pub const HDTACH_REQUEST: u64 = 64 << 10;
+/// HD Tach's request size in the model: 128 KiB sequential commands at
+/// queue depth 1.
+pub const HDTACH_REQUEST: u64 = 128 << 10;
 /// Zones an HD Tach pass samples across the span.
 pub const HDTACH_ZONES: u32 = 64;
-/// Largest sample read or written in one zone.
-pub const HDTACH_MAX_SAMPLE: u64 = 16 << 20;
 /// ATTO's transfer sizes: 0.5 KiB to 8 MiB in powers of two.
 pub const ATTO_SIZES: [u64; 15] = [
     512,
@@ -78,7 +77,8 @@ pub fn hdtach_sweep(
     if zone_bytes == 0 {
         return Err(format!("the drive is too small for {zones} HD Tach zones of one {HDTACH_REQUEST}-byte request"));
     }
-    let sample = zone_bytes.min(HDTACH_MAX_SAMPLE);
+    // HD Tach covers the whole span: each zone is swept entirely.
+    let sample = zone_bytes;
     let (mut bytes, mut ns) = (0u64, 0u64);
     let mut out = Vec::new();
     for z in 0..zones {
@@ -93,7 +93,7 @@ pub fn hdtach_sweep(
             rwmixread: 0,
             distribution: Distribution::Random,
             data,
-            seed: seed.wrapping_add(z),
+            seed: unit_seed(seed, z),
         };
         let r = run_job(drive, &spec, &mut |_| {})?;
         let moved = r.read.io_bytes + r.write.io_bytes;
@@ -123,9 +123,9 @@ pub fn hdtach(
     seed: u64,
     progress: &mut dyn FnMut(f64),
 ) -> Result<HdTach, String> {
-    let read = hdtach_sweep(drive, Rw::Read, zones, data, seed, &mut |f| progress(f / 2.0))?;
+    let read = hdtach_sweep(drive, Rw::Read, zones, data, unit_seed(seed, 1), &mut |f| progress(f / 2.0))?;
     let mut copy = drive.clone();
-    let write = hdtach_sweep(&mut copy, Rw::Write, zones, data, seed, &mut |f| progress(0.5 + f / 2.0))?;
+    let write = hdtach_sweep(&mut copy, Rw::Write, zones, data, unit_seed(seed, 2), &mut |f| progress(0.5 + f / 2.0))?;
     Ok(HdTach { read, write })
 }
 
@@ -164,7 +164,7 @@ pub fn atto(drive: &Drive, span: u64, seed: u64, progress: &mut dyn FnMut(f64)) 
             rwmixread: 0,
             distribution: Distribution::Random,
             data,
-            seed: seed.wrapping_add(i as u64),
+            seed: unit_seed(seed, i as u64),
         };
         let w = run_job(&mut copy, &job(Rw::Write), &mut |_| {})?;
         let r = run_job(&mut copy, &job(Rw::Read), &mut |_| {})?;
@@ -213,7 +213,7 @@ pub fn iometer(
         rwmixread: 0,
         distribution: Distribution::Random,
         data,
-        seed: seed.wrapping_add(u64::from(qd)),
+        seed: unit_seed(seed, u64::from(qd)),
     };
     let steps = (IOMETER_QDS.len() * 2) as f64;
     let mut reads = Vec::new();

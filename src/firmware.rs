@@ -1,0 +1,147 @@
+//! Firmware profiles: named sets of controller behaviours, each documented
+//! quirk a mechanism in the model rather than a figure.
+//!
+//! - **read degradation** (`quirk-read-degradation`, all SandForce
+//!   profiles): the SF-2281 has no DRAM, so it caches a small part of the
+//!   map ([`crate::DriveConfig::map_cache_bytes`]) and keeps only a few
+//!   page reads in flight per command (`timing.read_window`). A
+//!   sequentially written region sits in few, striped pages and reads at
+//!   link speed; after random-write torture the same LBAs are scattered
+//!   one unit per page, so a sequential read needs several times the page
+//!   reads, served a few at a time. With the quirk off the drive gets a
+//!   DRAM map and overlaps all page reads across dies.
+//! - **incomplete TRIM** (`quirk-incomplete-trim`, `sf-5.0.2`): the DSM
+//!   range length is a 16-bit sector count; the 5.0.0-5.0.2 TRIM handler
+//!   keeps only its low 15 bits, so a range of 32768 sectors or more loses
+//!   its top bit: Windows' format TRIM (65535-sector ranges) unmaps 32767
+//!   sectors of each range and leaves the rest mapped. Deterministic, the
+//!   same ranges are missed on every retry, and blind to the data.
+//! - **life curve** (all SandForce profiles): DuraWrite throttles host
+//!   writes once the NAND has been written faster than its rated life
+//!   allows: the allowance is `burst_pe` full-array writes plus the rated
+//!   P/E cycles spread over `lifetime_secs`. Incompressible torture
+//!   writes several times more NAND than compressible torture (no
+//!   compression, higher WAF), crosses the curve and stays throttled; TRIM
+//!   does not give wear back.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ConfigError;
+
+/// Names accepted by [`Firmware::profile`].
+pub const PROFILES: [&str; 4] = ["sf-3.x", "sf-5.0.2", "sf-5.0.3", "generic"];
+
+/// SandForce's life-curve write throttle.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LifeCurve {
+    /// Full-array writes allowed before the curve applies.
+    pub burst_pe: f64,
+    /// Rated life over which the rated P/E cycles may be spent (seconds).
+    pub lifetime_secs: f64,
+    /// Host write rate once throttled (bytes per second).
+    pub throttled_bytes_per_sec: u64,
+}
+
+/// A firmware profile.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Firmware {
+    /// Profile name.
+    pub name: String,
+    /// The SF-2281 data path (small map cache, few reads in flight).
+    pub read_degradation: bool,
+    /// The 5.0.0-5.0.2 TRIM range-length defect.
+    pub incomplete_trim: bool,
+    /// DuraWrite life-curve throttling.
+    pub life_curve: Option<LifeCurve>,
+}
+
+/// SandForce's life curve: 3 years of rated life, a burst of 4 full-array
+/// writes, throttled writes at 80 MB/s.
+fn sandforce_life_curve() -> LifeCurve {
+    LifeCurve { burst_pe: 4.0, lifetime_secs: 3.0 * 365.0 * 86_400.0, throttled_bytes_per_sec: 80_000_000 }
+}
+
+impl Firmware {
+    /// A profile by name.
+    pub fn profile(name: &str) -> Result<Self, ConfigError> {
+        let sandforce = |incomplete_trim| Firmware {
+            name: name.to_string(),
+            read_degradation: true,
+            incomplete_trim,
+            life_curve: Some(sandforce_life_curve()),
+        };
+        match name {
+            "sf-3.x" | "sf-5.0.3" => Ok(sandforce(false)),
+            "sf-5.0.2" => Ok(sandforce(true)),
+            "generic" => Ok(Firmware {
+                name: name.to_string(),
+                read_degradation: false,
+                incomplete_trim: false,
+                life_curve: None,
+            }),
+            other => Err(ConfigError::UnknownFirmware(other.to_string())),
+        }
+    }
+
+    /// Refuses quirks this build was compiled without.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let missing = |quirk: &str| {
+            Err(ConfigError::invalid(
+                "firmware",
+                format!(
+                    "profile '{}' needs the {quirk} quirk, which this build leaves out (rebuild with --features {quirk})",
+                    self.name
+                ),
+            ))
+        };
+        if self.read_degradation && !cfg!(feature = "quirk-read-degradation") {
+            return missing("quirk-read-degradation");
+        }
+        if self.incomplete_trim && !cfg!(feature = "quirk-incomplete-trim") {
+            return missing("quirk-incomplete-trim");
+        }
+        if let Some(c) = &self.life_curve {
+            if !(c.burst_pe >= 0.0 && c.lifetime_secs > 0.0 && c.throttled_bytes_per_sec > 0) {
+                return Err(ConfigError::invalid("firmware.life_curve", "needs burst_pe >= 0 and positive rates"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The sector count a TRIM range entry of `sectors` really unmaps.
+    pub fn trim_entry_sectors(&self, sectors: u64) -> u64 {
+        if self.incomplete_trim {
+            sectors & 0x7fff
+        } else {
+            sectors
+        }
+    }
+}
+
+/// Sectors in one ATA DSM range entry at most (16-bit count).
+pub const DSM_MAX_SECTORS: u64 = 65_535;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profiles_and_unknown_names() {
+        for name in PROFILES {
+            Firmware::profile(name).unwrap().validate().unwrap();
+        }
+        let err = Firmware::profile("sf-9").unwrap_err().to_string();
+        assert!(err.contains("sf-5.0.2") && err.contains("generic"), "{err}");
+    }
+
+    #[test]
+    fn the_502_defect_keeps_15_bits_of_the_range_length() {
+        let buggy = Firmware::profile("sf-5.0.2").unwrap();
+        let fixed = Firmware::profile("sf-5.0.3").unwrap();
+        assert_eq!(buggy.trim_entry_sectors(DSM_MAX_SECTORS), 32_767);
+        assert_eq!(buggy.trim_entry_sectors(8), 8);
+        assert_eq!(fixed.trim_entry_sectors(DSM_MAX_SECTORS), DSM_MAX_SECTORS);
+    }
+}

@@ -1,0 +1,219 @@
+//! The reviewers' SandForce torture protocol (seed notes, section 3):
+//! secure erase -> HD Tach (clean) -> secure erase -> sequential fill ->
+//! 4 KiB random writes over the whole LBA span at QD 32 -> HD Tach
+//! (tortured) -> TRIM every LBA as Windows' format does -> HD Tach (after
+//! TRIM) -> TRIM again -> HD Tach (after the second TRIM). Write sweeps run
+//! on copies, so measuring never changes the state measured.
+
+use serde::Serialize;
+
+use crate::config::DriveConfig;
+use crate::controller::Drive;
+use crate::fio::{Distribution, Rw};
+use crate::firmware::DSM_MAX_SECTORS;
+use crate::host::HostQueue;
+use crate::pattern::{unit_seed, DataSpec};
+use crate::units::Lba;
+use crate::workload::job::{fill_spec, run_job, JobSpec, Limit};
+use crate::workload::review::{hdtach, HdTach, HDTACH_REQUEST};
+
+/// Simulated idle time between the protocol's steps (a reviewer starting
+/// the next tool): queued background work drains, idle GC runs.
+pub const IDLE_BETWEEN_STEPS_NS: u64 = 60_000_000_000;
+
+/// Lets the drive sit idle between two steps.
+fn pause(drive: &mut Drive) -> Result<(), String> {
+    let from = drive.now();
+    drive.idle(from, from + IDLE_BETWEEN_STEPS_NS).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// Range entries in one DSM TRIM command (one 512-byte payload block).
+pub const DSM_ENTRIES_PER_COMMAND: usize = 64;
+
+/// What the fill and torture write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TortureData {
+    /// fio-style data, 50 % of each 512 B zeros (lz4 keeps about 52 %).
+    Compressible,
+    /// Partly compressible data, 25 % zeros (lz4 keeps about 77 %).
+    PseudoRandom,
+    /// Random bytes: nothing to compress.
+    Incompressible,
+}
+
+impl TortureData {
+    /// The fio-style data spec.
+    pub fn spec(self) -> DataSpec {
+        let pct = match self {
+            TortureData::Compressible => 50,
+            TortureData::PseudoRandom => 25,
+            TortureData::Incompressible => 0,
+        };
+        DataSpec::compressible(pct).expect("percentages are in range")
+    }
+}
+
+/// How long the torture runs.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Duration {
+    /// Simulated minutes on the full-size drive; a scaled-down drive runs
+    /// proportionally shorter so the same share of its LBA space is
+    /// overwritten.
+    Minutes(f64),
+    /// Drive-writes of 4 KiB random writes.
+    DriveWrites(f64),
+}
+
+/// Protocol settings.
+#[derive(Clone, Debug, Serialize)]
+pub struct TortureSpec {
+    /// Data written by fill, torture and HD Tach write sweeps.
+    pub data: TortureData,
+    /// Torture length.
+    pub duration: Duration,
+    /// Torture queue depth.
+    pub qd: u32,
+    /// HD Tach zones.
+    pub zones: u32,
+    /// Seed.
+    pub seed: u64,
+}
+
+/// One measured state.
+#[derive(Clone, Debug, Serialize)]
+pub struct State {
+    /// HD Tach average read MB/s.
+    pub read_mbps: f64,
+    /// HD Tach average write MB/s (on a copy).
+    pub write_mbps: f64,
+    /// Units mapped at this point.
+    pub mapped_units: u64,
+    /// The sweeps, zone by zone.
+    pub hdtach: HdTach,
+}
+
+impl State {
+    fn of(drive: &Drive, hdtach: HdTach) -> Self {
+        State {
+            read_mbps: hdtach.read.avg_mbps,
+            write_mbps: hdtach.write.avg_mbps,
+            mapped_units: drive.stats().mapped_units,
+            hdtach,
+        }
+    }
+}
+
+/// The protocol's result.
+#[derive(Clone, Debug, Serialize)]
+pub struct TortureReport {
+    /// Firmware profile.
+    pub firmware: String,
+    /// Data written.
+    pub data: TortureData,
+    /// Drive-writes of random 4 KiB writes the torture did.
+    pub drive_writes: f64,
+    /// Simulated seconds of torture.
+    pub torture_secs: f64,
+    /// NAND bytes / host bytes over fill and torture.
+    pub waf: f64,
+    /// Units TRIM unmapped, first and second pass.
+    pub trimmed_units: [u64; 2],
+    /// Secure-erased drive.
+    pub clean: State,
+    /// After fill and torture.
+    pub tortured: State,
+    /// After the format TRIM.
+    pub after_trim: State,
+    /// After trimming everything again.
+    pub after_second_trim: State,
+}
+
+/// TRIMs every LBA the way Windows does on a format: ranges of at most
+/// 65535 sectors, 64 to a DSM command, commands one after another.
+pub fn format_trim(drive: &mut Drive) -> Result<u64, String> {
+    let sectors = drive.capacity_sectors();
+    let ranges: Vec<(Lba, u64)> = (0..sectors.div_ceil(DSM_MAX_SECTORS))
+        .map(|i| {
+            let start = i * DSM_MAX_SECTORS;
+            (Lba(start), (sectors - start).min(DSM_MAX_SECTORS))
+        })
+        .collect();
+    let mut queue = HostQueue::new(1, drive.now());
+    let mut unmapped = 0;
+    for command in ranges.chunks(DSM_ENTRIES_PER_COMMAND) {
+        unmapped += drive.trim_on(command, &mut queue).map_err(|e| e.to_string())?;
+    }
+    Ok(unmapped)
+}
+
+/// Runs the protocol on a drive built from `config`. `progress` gets the
+/// phase name and the fraction of the whole run done.
+pub fn torture(
+    config: &DriveConfig,
+    spec: &TortureSpec,
+    progress: &mut dyn FnMut(&str, f64),
+) -> Result<TortureReport, String> {
+    let mut drive = Drive::new(config.clone()).map_err(|e| e.to_string())?;
+    let data = spec.data.spec();
+    let capacity = config.logical_bytes;
+    // Every phase writes content of its own: no phase's data deduplicates
+    // against another's.
+    let pass = |drive: &mut Drive, name: &str, at: f64, progress: &mut dyn FnMut(&str, f64)| -> Result<State, String> {
+        let seed = unit_seed(spec.seed, 20 + (at * 10.0) as u64);
+        let h = hdtach(drive, spec.zones, data, seed, &mut |f| progress(name, at + f * 0.1))?;
+        Ok(State::of(drive, h))
+    };
+    let clean = pass(&mut drive, "hdtach clean", 0.0, progress)?;
+    drive.secure_erase();
+    let before = drive.stats();
+    run_job(&mut drive, &fill_spec(capacity, HDTACH_REQUEST, 32, data, unit_seed(spec.seed, 10)), &mut |f| {
+        progress("fill", 0.1 + f * 0.1)
+    })?;
+    let limit = match spec.duration {
+        Duration::DriveWrites(x) => Limit::Ops((x * (capacity / 4096) as f64).round() as u64),
+        Duration::Minutes(m) => {
+            let full = DriveConfig::preset(&config.name).map_or(capacity, |p| p.logical_bytes).max(capacity);
+            Limit::Time((m * 60e9 * capacity as f64 / full as f64) as u64)
+        }
+    };
+    let job = JobSpec {
+        name: "torture".into(),
+        rw: Rw::RandWrite,
+        bs: 4096,
+        iodepth: spec.qd,
+        offset: 0,
+        length: capacity / 4096 * 4096,
+        limit,
+        rwmixread: 0,
+        distribution: Distribution::Random,
+        data,
+        seed: unit_seed(spec.seed, 11),
+    };
+    let t = run_job(&mut drive, &job, &mut |f| progress("torture", 0.2 + f * 0.4))?;
+    let after = drive.stats();
+    let waf = (after.nand_bytes_programmed - before.nand_bytes_programmed) as f64
+        / (after.host_write_bytes - before.host_write_bytes).max(1) as f64;
+    pause(&mut drive)?;
+    let tortured = pass(&mut drive, "hdtach tortured", 0.6, progress)?;
+    let first = format_trim(&mut drive)?;
+    pause(&mut drive)?;
+    let after_trim = pass(&mut drive, "hdtach after TRIM", 0.7, progress)?;
+    let second = format_trim(&mut drive)?;
+    pause(&mut drive)?;
+    let after_second_trim = pass(&mut drive, "hdtach after 2nd TRIM", 0.8, progress)?;
+    Ok(TortureReport {
+        firmware: config.firmware.name.clone(),
+        data: spec.data,
+        drive_writes: t.write.io_bytes as f64 / capacity as f64,
+        torture_secs: t.elapsed_ns as f64 / 1e9,
+        waf,
+        trimmed_units: [first, second],
+        clean,
+        tortured,
+        after_trim,
+        after_second_trim,
+    })
+}
