@@ -440,7 +440,7 @@ pub(super) fn torture(args: TortureArgs) -> Result<(), Failure> {
         TortureDataArg::PseudoRandom => TortureData::PseudoRandom,
         TortureDataArg::Incompressible => TortureData::Incompressible,
     };
-    let spec = TortureSpec { data, duration, qd: args.qd, zones: args.zones, seed: cfg.seed };
+    let spec = TortureSpec { data, duration, qd: args.qd, span: 1.0, zones: args.zones, seed: cfg.seed };
     let bar = progress_bar(args.out.quiet);
     let mut progress = |phase: &str, f: f64| {
         if let Some(b) = &bar {

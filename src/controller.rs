@@ -690,9 +690,10 @@ impl Drive {
     }
 
     /// TRIMs `(lba, sectors)` ranges as one command issued through `queue`.
-    /// Every range is checked before any is applied. Only whole units are
-    /// unmapped: a unit partly covered keeps its data (TRIM is advisory,
-    /// and zeroing part of a unit would cost a read-modify-write program).
+    /// Every range is checked before any is applied. Only units the
+    /// command's ranges cover entirely (together) are unmapped: a unit
+    /// partly covered keeps its data (TRIM is advisory, and zeroing part of
+    /// a unit would cost a read-modify-write program).
     /// No NAND work: the firmware spends `trim_range_ns` per range.
     /// Returns the units unmapped.
     pub fn trim_on(&mut self, ranges: &[(Lba, u64)], queue: &mut HostQueue) -> Result<u64, DriveError> {
@@ -703,23 +704,27 @@ impl Drive {
         let mut unmapped = 0;
         // Ranges reach the firmware as ATA DSM entries of at most 65535
         // sectors; the firmware profile decides how much of each it unmaps.
-        // Contiguous pieces of one range are merged again so that a unit
-        // spanning two of its entries is unmapped when both cover it.
+        // A unit is unmapped when the command's pieces together cover it.
         let mut pieces: Vec<(u64, u64)> = Vec::new();
         for &(lba, sectors) in ranges {
-            let first_piece = pieces.len();
             for i in 0..sectors.div_ceil(DSM_MAX_SECTORS) {
                 let start = lba.0 + i * DSM_MAX_SECTORS;
                 let len = self.config.firmware.trim_entry_sectors((sectors - i * DSM_MAX_SECTORS).min(DSM_MAX_SECTORS));
-                let own = pieces.len() > first_piece;
-                match pieces.last_mut() {
-                    Some(last) if own && last.0 + last.1 == start => last.1 += len,
-                    _ if len > 0 => pieces.push((start, len)),
-                    _ => {}
+                if len > 0 {
+                    pieces.push((start, start + len));
                 }
             }
         }
-        for (start, sectors) in pieces {
+        pieces.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::new();
+        for (start, end) in pieces {
+            match merged.last_mut() {
+                Some(last) if start <= last.1 => last.1 = last.1.max(end),
+                _ => merged.push((start, end)),
+            }
+        }
+        for (start, end) in merged {
+            let sectors = end - start;
             let (first, end) = (start.div_ceil(us), (start + sectors) / us);
             for lpn in first..end.max(first) {
                 if let Some(old) = self.map.set(Lpn(lpn), None) {

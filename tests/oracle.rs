@@ -569,8 +569,19 @@ impl Harness {
                     })
                     .collect();
                 let mut expect = 0;
-                for (lba, sectors) in &ranges {
-                    let (first, end) = (lba.0.div_ceil(us), (lba.0 + sectors) / us);
+                // Units the ranges cover together are unmapped.
+                let mut union: Vec<(u64, u64)> =
+                    ranges.iter().map(|(l, s)| (l.0, l.0 + s)).filter(|r| r.1 > r.0).collect();
+                union.sort_unstable();
+                let mut merged: Vec<(u64, u64)> = Vec::new();
+                for (a, b) in union {
+                    match merged.last_mut() {
+                        Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                        _ => merged.push((a, b)),
+                    }
+                }
+                for (start, stop) in &merged {
+                    let (first, end) = (start.div_ceil(us), stop / us);
                     for u in first..end.max(first) {
                         let u = u as usize;
                         if self.mapped[u] {

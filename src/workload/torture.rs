@@ -76,6 +76,9 @@ pub struct TortureSpec {
     pub duration: Duration,
     /// Torture queue depth.
     pub qd: u32,
+    /// Share of the LBA span the random writes cover (from LBA 0; the
+    /// protocol uses all of it).
+    pub span: f64,
     /// HD Tach zones.
     pub zones: u32,
     /// Seed.
@@ -185,7 +188,7 @@ pub fn torture(
         bs: 4096,
         iodepth: spec.qd,
         offset: 0,
-        length: capacity / 4096 * 4096,
+        length: ((capacity as f64 * spec.span.clamp(0.0, 1.0)) as u64 / 4096 * 4096).max(4096),
         limit,
         rwmixread: 0,
         distribution: Distribution::Random,

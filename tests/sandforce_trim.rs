@@ -1,0 +1,144 @@
+//! The SandForce 5.0.x TRIM bug and its fix, through the reviewers'
+//! torture protocol at a small capacity. Each test asserts a direction or
+//! a ratio that the mechanism (placement, read path, TRIM handling, GC)
+//! must produce, and that changes when its cause does.
+
+use duraflash::workload::torture::{torture, Duration, TortureData, TortureReport, TortureSpec};
+use duraflash::DriveConfig;
+
+const CAPACITY: u64 = 512 << 20;
+const DRIVE_WRITES: f64 = 1.5;
+
+fn config(preset: &str, firmware: &str) -> DriveConfig {
+    let mut cfg = DriveConfig::preset(preset).unwrap().scaled(CAPACITY).unwrap();
+    cfg.media = duraflash::Media::MetadataOnly;
+    cfg.firmware = duraflash::firmware::Firmware::profile(firmware).unwrap();
+    cfg
+}
+
+fn spec(data: TortureData, drive_writes: f64, span: f64) -> TortureSpec {
+    TortureSpec { data, duration: Duration::DriveWrites(drive_writes), qd: 32, span, zones: 16, seed: 5 }
+}
+
+fn run(cfg: &DriveConfig, spec: &TortureSpec) -> TortureReport {
+    let r = torture(cfg, spec, &mut |_, _| {}).unwrap();
+    println!(
+        "{} {:?} {:.2} dw span {}: read clean {:.1} tortured {:.1} trim {:.1} trim2 {:.1}; write clean {:.1} \
+         tortured {:.1} trim {:.1}",
+        r.firmware,
+        r.data,
+        r.drive_writes,
+        spec.span,
+        r.clean.read_mbps,
+        r.tortured.read_mbps,
+        r.after_trim.read_mbps,
+        r.after_second_trim.read_mbps,
+        r.clean.write_mbps,
+        r.tortured.write_mbps,
+        r.after_trim.write_mbps
+    );
+    r
+}
+
+fn read_ratio(r: &TortureReport, s: &duraflash::workload::torture::State) -> f64 {
+    s.read_mbps / r.clean.read_mbps
+}
+
+#[test]
+fn sf_502_trim_restores_reads_only_partly_and_retrimming_changes_nothing() {
+    let r = run(&config("sf2281-240g", "sf-5.0.2"), &spec(TortureData::Compressible, DRIVE_WRITES, 1.0));
+    let (tortured, trimmed, twice) =
+        (read_ratio(&r, &r.tortured), read_ratio(&r, &r.after_trim), read_ratio(&r, &r.after_second_trim));
+    assert!(tortured <= 0.6, "tortured read {tortured:.2} of clean");
+    assert!(
+        r.tortured.write_mbps >= 0.8 * r.clean.write_mbps,
+        "SandForce writes hold up: {:.1} vs {:.1}",
+        r.tortured.write_mbps,
+        r.clean.write_mbps
+    );
+    assert!(trimmed >= tortured + 0.10, "TRIM helps: {trimmed:.2} vs tortured {tortured:.2}");
+    assert!(trimmed < 0.9, "but does not restore: {trimmed:.2}");
+    assert!((twice - trimmed).abs() < 0.02, "a second TRIM changes nothing: {twice:.2} vs {trimmed:.2}");
+    let units = CAPACITY / 4096;
+    let left = r.after_trim.mapped_units as f64 / units as f64;
+    assert!((0.45..0.55).contains(&left), "half of every 65535-sector range stays mapped: {left:.3}");
+    assert_eq!(r.trimmed_units[1], 0, "the second TRIM misses the same ranges");
+    assert_eq!(r.after_second_trim.mapped_units, r.after_trim.mapped_units);
+}
+
+#[test]
+fn the_502_defect_does_not_depend_on_compressibility() {
+    let comp = run(&config("sf2281-240g", "sf-5.0.2"), &spec(TortureData::Compressible, DRIVE_WRITES, 1.0));
+    let pseudo = run(&config("sf2281-240g", "sf-5.0.2"), &spec(TortureData::PseudoRandom, DRIVE_WRITES, 1.0));
+    let incomp = run(&config("sf2281-240g", "sf-5.0.2"), &spec(TortureData::Incompressible, DRIVE_WRITES, 1.0));
+    for r in [&pseudo, &incomp] {
+        assert_eq!(r.after_trim.mapped_units, comp.after_trim.mapped_units, "the same LBAs stay mapped");
+        assert!(read_ratio(r, &r.after_trim) < 0.9, "{:?}: no full recovery", r.data);
+        assert!(read_ratio(r, &r.after_trim) > read_ratio(r, &r.tortured), "{:?}: partial recovery", r.data);
+    }
+    let gap = (read_ratio(&pseudo, &pseudo.after_trim) - read_ratio(&comp, &comp.after_trim)).abs();
+    assert!(gap < 0.08, "pseudo-random and compressible recover alike: gap {gap:.3}");
+}
+
+#[test]
+fn fixed_and_older_firmware_trim_restores_reads() {
+    for firmware in ["sf-5.0.3", "sf-3.x"] {
+        let r = run(&config("sf2281-240g", firmware), &spec(TortureData::Compressible, DRIVE_WRITES, 1.0));
+        assert!(read_ratio(&r, &r.tortured) <= 0.6, "{firmware}: torture still degrades reads");
+        assert!(read_ratio(&r, &r.after_trim) >= 0.95, "{firmware}: after TRIM {:.2}", read_ratio(&r, &r.after_trim));
+        assert_eq!(r.after_trim.mapped_units, 0, "{firmware}: every LBA unmapped");
+    }
+}
+
+#[test]
+fn incompressible_data_never_restores_writes_after_trim() {
+    for firmware in ["sf-3.x", "sf-5.0.3"] {
+        let r = run(&config("sf2281-240g", firmware), &spec(TortureData::Incompressible, DRIVE_WRITES, 1.0));
+        assert!(
+            r.after_trim.write_mbps < 0.7 * r.clean.write_mbps,
+            "{firmware}: write after TRIM {:.1} vs clean {:.1}",
+            r.after_trim.write_mbps,
+            r.clean.write_mbps
+        );
+    }
+}
+
+#[test]
+fn degradation_follows_its_causes() {
+    let cfg = config("sf2281-240g", "sf-5.0.2");
+    let none = run(&cfg, &spec(TortureData::Compressible, 0.0, 1.0));
+    assert!(
+        read_ratio(&none, &none.tortured) >= 0.9,
+        "no torture, no degradation: {:.2}",
+        read_ratio(&none, &none.tortured)
+    );
+    let half = run(&cfg, &spec(TortureData::Compressible, DRIVE_WRITES / 2.0, 0.5));
+    let full = run(&cfg, &spec(TortureData::Compressible, DRIVE_WRITES, 1.0));
+    assert!(
+        half.tortured.read_mbps > full.tortured.read_mbps * 1.2,
+        "torturing half the span degrades less: {:.1} vs {:.1}",
+        half.tortured.read_mbps,
+        full.tortured.read_mbps
+    );
+    let mut dram = cfg.clone();
+    dram.firmware.read_degradation = false;
+    let quirk_off = run(&dram, &spec(TortureData::Compressible, DRIVE_WRITES, 1.0));
+    assert!(
+        read_ratio(&quirk_off, &quirk_off.tortured) > read_ratio(&full, &full.tortured) + 0.25,
+        "without the SF-2281 read path torture degrades reads much less: {:.2} vs {:.2}",
+        read_ratio(&quirk_off, &quirk_off.tortured),
+        read_ratio(&full, &full.tortured)
+    );
+}
+
+#[test]
+fn a_conventional_drive_loses_write_speed_instead() {
+    let r = run(&config("samsung830-64g", "generic"), &spec(TortureData::Compressible, DRIVE_WRITES, 1.0));
+    assert!(
+        r.tortured.write_mbps < 0.5 * r.clean.write_mbps,
+        "GC copies slow the write sweep: {:.1} vs {:.1}",
+        r.tortured.write_mbps,
+        r.clean.write_mbps
+    );
+    assert!(read_ratio(&r, &r.after_trim) >= 0.95, "generic firmware TRIMs everything");
+}
