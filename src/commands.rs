@@ -425,7 +425,11 @@ struct TortureOutput<'a> {
 
 pub(super) fn torture(args: TortureArgs) -> Result<(), Failure> {
     setup_threads(&args.out)?;
-    let cfg = args.drive.build(Some(TORTURE_DEFAULT_CAPACITY)).map_err(Failure::Usage)?;
+    // The protocol reads only for timing, so it keeps no data bytes unless
+    // asked to: the write sweeps run on copies of the drive.
+    let mut flags = args.drive.clone();
+    flags.media = flags.media.or(Some(duraflash::Media::MetadataOnly));
+    let cfg = flags.build(Some(TORTURE_DEFAULT_CAPACITY)).map_err(Failure::Usage)?;
     if args.qd == 0 || args.zones == 0 {
         return Err(Failure::Usage("--qd and --zones must be at least 1".into()));
     }
