@@ -37,6 +37,13 @@ fn drive(media: Media) -> Drive {
 }
 
 fn bench(c: &mut Criterion) {
+    // With one thread the bench thread itself is the pool, so the drive
+    // works on the data where it was generated, as `raw` does. (A thread
+    // can join only one pool, so the pools are built once.)
+    let pools = [
+        (1, rayon::ThreadPoolBuilder::new().num_threads(1).use_current_thread().build().unwrap()),
+        (2, rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap()),
+    ];
     let kinds = [("incompressible", DataSpec::incompressible()), ("compress50", DataSpec::compressible(50).unwrap())];
     for (name, spec) in kinds {
         let mut group = c.benchmark_group(format!("write_pipeline/{name}"));
@@ -46,11 +53,7 @@ fn bench(c: &mut Criterion) {
         group.bench_function("raw_lz4_blake3", |b| {
             b.iter_batched(|| units(&mut gen), |buf| raw(&buf), BatchSize::LargeInput)
         });
-        for threads in [1, 2] {
-            // With one thread the bench thread itself is the pool, so the
-            // drive works on the data where it was generated, as `raw` does.
-            let builder = rayon::ThreadPoolBuilder::new().num_threads(threads);
-            let pool = if threads == 1 { builder.use_current_thread() } else { builder }.build().unwrap();
+        for (threads, pool) in &pools {
             for (media_name, media) in [("metadata-only", Media::MetadataOnly), ("memory", Media::Memory)] {
                 let mut d = drive(media);
                 let sectors = d.capacity_sectors();

@@ -142,3 +142,41 @@ fn a_conventional_drive_loses_write_speed_instead() {
     );
     assert!(read_ratio(&r, &r.after_trim) >= 0.95, "generic firmware TRIMs everything");
 }
+
+#[test]
+fn the_life_curve_throttles_writes_once_the_nand_wears_ahead_of_schedule() {
+    use duraflash::fio::{Distribution, Rw};
+    use duraflash::pattern::DataSpec;
+    use duraflash::workload::job::{fill_spec, run_job, JobSpec, Limit};
+    let mut cfg = config("sf2281-240g", "sf-5.0.3");
+    cfg.firmware.life_curve.as_mut().unwrap().burst_pe = 0.5;
+    let data = DataSpec::incompressible();
+    let sweep = |drive: &mut duraflash::Drive| {
+        let job = JobSpec {
+            name: "sweep".into(),
+            rw: Rw::Write,
+            bs: 128 << 10,
+            iodepth: 1,
+            offset: 0,
+            length: 64 << 20,
+            limit: Limit::Bytes(64 << 20),
+            rwmixread: 0,
+            distribution: Distribution::Random,
+            data,
+            seed: 9,
+        };
+        run_job(drive, &job, &mut |_| {}).unwrap().write.bw_bytes
+    };
+    let mut fresh = duraflash::Drive::new(cfg.clone()).unwrap();
+    let before = sweep(&mut fresh.clone());
+    run_job(&mut fresh, &fill_spec(CAPACITY, 128 << 10, 32, data, 3), &mut |_| {}).unwrap();
+    let worn = sweep(&mut fresh);
+    let rate = cfg.firmware.life_curve.as_ref().unwrap().throttled_bytes_per_sec as f64;
+    println!("life curve: write {:.1} MB/s before, {:.1} MB/s after writing past the burst", before / 1e6, worn / 1e6);
+    assert!(before > 1.5 * rate, "not throttled while under the curve: {before}");
+    assert!(worn <= rate * 1.01, "throttled to the life-curve rate once over it: {worn}");
+    cfg.firmware.life_curve = None;
+    let mut free = duraflash::Drive::new(cfg).unwrap();
+    run_job(&mut free, &fill_spec(CAPACITY, 128 << 10, 32, data, 3), &mut |_| {}).unwrap();
+    assert!(sweep(&mut free) > 1.5 * rate, "without a life curve the same wear costs no speed");
+}
