@@ -72,11 +72,6 @@ impl HostQueue {
         self.latencies[self.kind].push(done.0.saturating_sub(submitted.0));
     }
 
-    /// Lets time pass to `at` (think time or idle) before the next command.
-    pub fn advance_to(&mut self, at: SimTime) {
-        self.clock = self.clock.max(at);
-    }
-
     /// The time all commands issued so far have completed.
     pub fn finished_at(&self) -> SimTime {
         self.last_done.max(self.clock)

@@ -155,13 +155,6 @@ impl ChunkStore {
         }
         Ok(())
     }
-
-    /// Bytes of heap this store holds (records, free list, index).
-    pub fn heap_bytes(&self) -> usize {
-        self.records.capacity() * std::mem::size_of::<Chunk>()
-            + self.free.capacity() * std::mem::size_of::<ChunkId>()
-            + self.index.slots.capacity() * std::mem::size_of::<Option<ChunkId>>()
-    }
 }
 
 /// Open-addressing hash set of chunk ids keyed by their fingerprints.
