@@ -88,6 +88,13 @@ pub(super) fn hdtach(args: HdtachArgs) -> Result<(), Failure> {
     }
     let mut drive = build(&args.drive)?;
     let seed = drive.config().seed;
+    if u64::from(args.zones) * review::HDTACH_REQUEST > drive.config().logical_bytes {
+        return Err(Failure::Usage(format!(
+            "--zones {}: the drive is too small for that many zones of one {}-byte request",
+            args.zones,
+            review::HDTACH_REQUEST
+        )));
+    }
     if args.fill {
         let cap = drive.config().logical_bytes;
         let spec = fill_spec(cap, review::HDTACH_REQUEST, 32, data, seed);
@@ -137,6 +144,9 @@ struct AttoOutput<'a> {
 
 pub(super) fn atto(args: AttoArgs) -> Result<(), Failure> {
     setup_threads(&args.out)?;
+    if args.span.0 < review::ATTO_SIZES[0] {
+        return Err(Failure::Usage(format!("--span {}: must hold at least one 512-byte transfer", args.span.0)));
+    }
     let drive = build(&args.drive)?;
     let seed = drive.config().seed;
     let points =
@@ -188,6 +198,9 @@ fn size_label(bytes: u64) -> String {
     }
 }
 
+/// Request size of the sequential fill before IOmeter.
+const IOMETER_FILL_REQUEST: u64 = 128 << 10;
+
 #[derive(Serialize)]
 struct IometerOutput<'a> {
     #[serde(flatten)]
@@ -206,7 +219,10 @@ pub(super) fn iometer(args: IometerArgs) -> Result<(), Failure> {
     let mut drive = build(&args.drive)?;
     let seed = drive.config().seed;
     let span = args.span.0.min(drive.config().logical_bytes);
-    let fill = fill_spec(span, 128 << 10, 32, data, seed);
+    if span < IOMETER_FILL_REQUEST {
+        return Err(Failure::Usage(format!("--span {}: must be at least {IOMETER_FILL_REQUEST} bytes", args.span.0)));
+    }
+    let fill = fill_spec(span, IOMETER_FILL_REQUEST, 32, data, seed);
     with_progress(&args.out, "fill", |p| run_job(&mut drive, &fill, p)).map_err(Failure::Run)?;
     let points = with_progress(&args.out, "iometer", |p| review::iometer(&mut drive, span, args.ops, data, seed, p))
         .map_err(Failure::Run)?;

@@ -55,10 +55,10 @@ struct TortureArgs {
     #[arg(long, value_enum, default_value = "compressible")]
     data: TortureDataArg,
     /// Simulated minutes of torture on the full-size drive (scaled with --capacity).
-    #[arg(long, default_value_t = 20.0, conflicts_with = "drive_writes")]
+    #[arg(long, default_value_t = 20.0, conflicts_with = "drive_writes", allow_negative_numbers = true)]
     minutes: f64,
     /// Torture for this many drive-writes instead of --minutes.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     drive_writes: Option<f64>,
     /// Queue depth of the random writes.
     #[arg(long, default_value_t = 32)]

@@ -27,7 +27,7 @@ const QUICK: [&str; 14] = [
 
 #[test]
 fn bad_input_exits_2_with_one_line_naming_the_problem() {
-    let cases: [(&[&str], &str); 12] = [
+    let cases: [(&[&str], &str); 17] = [
         (&["wa", "--bogus"], "--bogus"),
         (&["wa", "--capacity", "12XB"], "--capacity"),
         (&["wa", "--capacity", "lots"], "--capacity"),
@@ -40,6 +40,11 @@ fn bad_input_exits_2_with_one_line_naming_the_problem() {
         (&["wa", "--bs", "3000"], "--bs"),
         (&["wa", "--compress-pct", "120"], "--compress-pct"),
         (&["wa", "--workload", "zipf:abc"], "--workload"),
+        (&["torture", "--minutes", "-1"], "--minutes"),
+        (&["torture", "--firmware", "sf-9"], "sf-5.0.2"),
+        (&["atto", "--span", "0"], "--span"),
+        (&["iometer", "--span", "1k"], "--span"),
+        (&["hdtach", "--capacity", "1MiB"], "--zones"),
     ];
     for (args, needle) in cases {
         let out = duraflash(args);
