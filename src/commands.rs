@@ -460,7 +460,15 @@ pub(super) fn torture(args: TortureArgs) -> Result<(), Failure> {
         TortureDataArg::PseudoRandom => TortureData::PseudoRandom,
         TortureDataArg::Incompressible => TortureData::Incompressible,
     };
-    let spec = TortureSpec { data, duration, qd: args.qd, span: 1.0, zones: args.zones, seed: cfg.seed };
+    let spec = TortureSpec {
+        data,
+        duration,
+        qd: args.qd,
+        span: 1.0,
+        zones: args.zones,
+        atto_span: args.atto.map(|s| s.0),
+        seed: cfg.seed,
+    };
     let bar = progress_bar(args.out.quiet);
     let mut progress = |phase: &str, f: f64| {
         if let Some(b) = &bar {
@@ -500,6 +508,14 @@ pub(super) fn torture(args: TortureArgs) -> Result<(), Failure> {
             s.write_mbps,
             s.read_mbps / report.clean.read_mbps
         );
+    }
+    if let Some(points) = report.clean.atto.as_ref() {
+        summary += "ATTO read MB/s by transfer size (clean / tortured / after TRIM):\n";
+        let (t, a) = (report.tortured.atto.as_deref().unwrap_or(&[]), report.after_trim.atto.as_deref().unwrap_or(&[]));
+        for (i, p) in points.iter().enumerate() {
+            let at = |v: &[duraflash::workload::review::AttoPoint]| v.get(i).map_or(f64::NAN, |x| x.read_mbps);
+            summary += &format!("{:>10} {:>8.1} {:>8.1} {:>8.1}\n", size_label(p.size), p.read_mbps, at(t), at(a));
+        }
     }
     emit(&args.out, &summary, &TortureOutput { provenance: Provenance::new(&cfg), report: &report })
 }

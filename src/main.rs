@@ -66,6 +66,9 @@ struct TortureArgs {
     /// HD Tach zones per pass.
     #[arg(long, default_value_t = duraflash::workload::review::HDTACH_ZONES)]
     zones: u32,
+    /// Also run ATTO over this span at every state (sizes below 4 KiB need --media memory).
+    #[arg(long)]
+    atto: Option<ByteSize>,
     /// Write the HD Tach read and write graphs (SVG) into this directory.
     #[arg(long)]
     plot: Option<PathBuf>,

@@ -142,13 +142,16 @@ pub struct AttoPoint {
 
 /// An ATTO sweep: for each size, write then read `span` bytes from the
 /// start of the drive at queue depth 4 with highly compressible data. Runs
-/// on a copy so the drive is unchanged.
+/// on a copy so the drive is unchanged. A drive that keeps no data bytes
+/// cannot merge transfers smaller than its mapping unit into written
+/// units, so those sizes are left out there.
 pub fn atto(drive: &Drive, span: u64, seed: u64, progress: &mut dyn FnMut(f64)) -> Result<Vec<AttoPoint>, String> {
     let span = span.min(drive.config().logical_bytes);
+    let smallest = if drive.config().media == crate::Media::Memory { 0 } else { u64::from(drive.config().unit_bytes) };
     let data = DataSpec::compressible(ATTO_COMPRESS_PCT).map_err(|e| e.to_string())?;
     let mut copy = drive.clone();
     let mut out = Vec::new();
-    for (i, &size) in ATTO_SIZES.iter().enumerate() {
+    for (i, &size) in ATTO_SIZES.iter().enumerate().filter(|(_, &s)| s >= smallest) {
         let length = span / size * size;
         if length == 0 {
             break;

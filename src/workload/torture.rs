@@ -15,7 +15,7 @@ use crate::host::HostQueue;
 use crate::pattern::{unit_seed, DataSpec};
 use crate::units::Lba;
 use crate::workload::job::{fill_spec, run_job, JobSpec, Limit};
-use crate::workload::review::{hdtach, HdTach, HDTACH_REQUEST};
+use crate::workload::review::{atto, hdtach, AttoPoint, HdTach, HDTACH_REQUEST};
 
 /// Simulated idle time between the protocol's steps (a reviewer starting
 /// the next tool): queued background work drains, idle GC runs.
@@ -81,6 +81,8 @@ pub struct TortureSpec {
     pub span: f64,
     /// HD Tach zones.
     pub zones: u32,
+    /// Also run ATTO over this span at every state (on copies).
+    pub atto_span: Option<u64>,
     /// Seed.
     pub seed: u64,
 }
@@ -96,17 +98,8 @@ pub struct State {
     pub mapped_units: u64,
     /// The sweeps, zone by zone.
     pub hdtach: HdTach,
-}
-
-impl State {
-    fn of(drive: &Drive, hdtach: HdTach) -> Self {
-        State {
-            read_mbps: hdtach.read.avg_mbps,
-            write_mbps: hdtach.write.avg_mbps,
-            mapped_units: drive.stats().mapped_units,
-            hdtach,
-        }
-    }
+    /// ATTO at this state, when asked for.
+    pub atto: Option<Vec<AttoPoint>>,
 }
 
 /// The protocol's result.
@@ -167,7 +160,14 @@ pub fn torture(
     let pass = |drive: &mut Drive, name: &str, at: f64, progress: &mut dyn FnMut(&str, f64)| -> Result<State, String> {
         let seed = unit_seed(spec.seed, 20 + (at * 10.0) as u64);
         let h = hdtach(drive, spec.zones, data, seed, &mut |f| progress(name, at + f * 0.1))?;
-        Ok(State::of(drive, h))
+        let atto = spec.atto_span.map(|span| atto(drive, span, seed, &mut |_| {})).transpose()?;
+        Ok(State {
+            read_mbps: h.read.avg_mbps,
+            write_mbps: h.write.avg_mbps,
+            mapped_units: drive.stats().mapped_units,
+            hdtach: h,
+            atto,
+        })
     };
     let clean = pass(&mut drive, "hdtach clean", 0.0, progress)?;
     drive.secure_erase();
