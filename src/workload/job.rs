@@ -12,8 +12,12 @@ use crate::pattern::{unit_seed, DataSpec, PatternGen};
 use crate::units::{Lba, SECTOR_BYTES};
 use crate::workload::access::{Access, SlotStream};
 
-/// Writes gathered into one pipeline batch (timing stays per command).
+/// Writes gathered into one pipeline batch at most (timing stays per
+/// command)...
 const WRITE_BATCH: usize = 64;
+/// ...and at most this many bytes of generated content, so a large `bs`
+/// does not multiply into a huge buffer.
+pub(crate) const BATCH_BYTES: usize = 16 << 20;
 
 /// When a job stops.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -182,7 +186,7 @@ pub fn run_job(drive: &mut Drive, spec: &JobSpec, progress: &mut dyn FnMut(f64))
         match kind {
             CommandKind::Write => {
                 batch.add(lba, &mut gen);
-                if batch.len() == WRITE_BATCH {
+                if batch.is_full() {
                     batch.flush(drive, &mut queue).map_err(fail)?;
                 }
             }
@@ -224,6 +228,8 @@ pub fn run_job(drive: &mut Drive, spec: &JobSpec, progress: &mut dyn FnMut(f64))
 struct Batch {
     content: bool,
     bs: usize,
+    /// Requests per batch: 1 to WRITE_BATCH, within BATCH_BYTES.
+    max: usize,
     lbas: Vec<Lba>,
     buf: Vec<u8>,
 }
@@ -231,11 +237,12 @@ struct Batch {
 impl Batch {
     fn new(content: bool, bs: u64) -> Self {
         let bs = bs as usize;
-        Batch { content, bs, lbas: Vec::new(), buf: vec![0; if content { bs * WRITE_BATCH } else { bs }] }
+        let max = (BATCH_BYTES / bs).clamp(1, WRITE_BATCH);
+        Batch { content, bs, max, lbas: Vec::new(), buf: vec![0; if content { bs * max } else { bs }] }
     }
 
-    fn len(&self) -> usize {
-        self.lbas.len()
+    fn is_full(&self) -> bool {
+        self.lbas.len() >= self.max
     }
 
     fn add(&mut self, lba: Lba, gen: &mut PatternGen) {

@@ -157,8 +157,11 @@ pub fn torture(
     let capacity = config.logical_bytes;
     // Every phase writes content of its own: no phase's data deduplicates
     // against another's.
-    let pass = |drive: &mut Drive, name: &str, at: f64, progress: &mut dyn FnMut(&str, f64)| -> Result<State, String> {
-        let seed = unit_seed(spec.seed, 20 + (at * 10.0) as u64);
+    // Pass `k` (0 clean .. 3 after the second TRIM) runs at `0.6 + 0.1 k`
+    // of the whole protocol (clean at 0) with its own data seed.
+    let pass = |drive: &mut Drive, name: &str, k: u64, progress: &mut dyn FnMut(&str, f64)| -> Result<State, String> {
+        let at = if k == 0 { 0.0 } else { 0.5 + 0.1 * k as f64 };
+        let seed = unit_seed(spec.seed, 20 + k);
         let h = hdtach(drive, spec.zones, data, seed, &mut |f| progress(name, at + f * 0.1))?;
         let atto = spec.atto_span.map(|span| atto(drive, span, seed, &mut |_| {})).transpose()?;
         Ok(State {
@@ -169,7 +172,7 @@ pub fn torture(
             atto,
         })
     };
-    let clean = pass(&mut drive, "hdtach clean", 0.0, progress)?;
+    let clean = pass(&mut drive, "hdtach clean", 0, progress)?;
     drive.secure_erase();
     let before = drive.stats();
     run_job(&mut drive, &fill_spec(capacity, HDTACH_REQUEST, 32, data, unit_seed(spec.seed, 10)), &mut |f| {
@@ -200,13 +203,13 @@ pub fn torture(
     let waf = (after.nand_bytes_programmed - before.nand_bytes_programmed) as f64
         / (after.host_write_bytes - before.host_write_bytes).max(1) as f64;
     pause(&mut drive)?;
-    let tortured = pass(&mut drive, "hdtach tortured", 0.6, progress)?;
+    let tortured = pass(&mut drive, "hdtach tortured", 1, progress)?;
     let first = format_trim(&mut drive)?;
     pause(&mut drive)?;
-    let after_trim = pass(&mut drive, "hdtach after TRIM", 0.7, progress)?;
+    let after_trim = pass(&mut drive, "hdtach after TRIM", 2, progress)?;
     let second = format_trim(&mut drive)?;
     pause(&mut drive)?;
-    let after_second_trim = pass(&mut drive, "hdtach after 2nd TRIM", 0.8, progress)?;
+    let after_second_trim = pass(&mut drive, "hdtach after 2nd TRIM", 3, progress)?;
     Ok(TortureReport {
         firmware: config.firmware.name.clone(),
         data: spec.data,

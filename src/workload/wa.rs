@@ -18,6 +18,7 @@ use crate::error::DriveError;
 use crate::pattern::{unit_seed, DataSpec, PatternGen};
 use crate::units::{Lba, Lpn, SECTOR_BYTES};
 use crate::workload::access::{Access, SlotStream};
+use crate::workload::job::BATCH_BYTES;
 
 /// Requests gathered into one `write_batch`, so the pipeline has units to
 /// spread over threads.
@@ -140,7 +141,7 @@ pub fn run(
     // Sequential fill.
     let mut filled = 0;
     while filled < slots {
-        let n = (slots - filled).min(BATCH_REQUESTS as u64);
+        let n = (slots - filled).min(writer.max as u64);
         for s in filled..filled + n {
             writer.add(s, &mut gen);
         }
@@ -238,7 +239,7 @@ fn random_phase(
             trim_random_mapped(drive, access, units)?;
         } else {
             writer.add(access.next_slot(), gen);
-            if writer.len() == BATCH_REQUESTS {
+            if writer.len() == writer.max {
                 writer.flush(drive)?;
             }
         }
@@ -273,6 +274,8 @@ fn trim_random_mapped(drive: &mut Drive, access: &mut SlotStream, units: u64) ->
 /// Gathers requests and their generated content into one batch.
 struct Writer {
     content: bool,
+    /// Requests per batch: 1 to BATCH_REQUESTS, within BATCH_BYTES.
+    max: usize,
     request_bytes: u64,
     slots: Vec<u64>,
     buf: Vec<u8>,
@@ -280,8 +283,9 @@ struct Writer {
 
 impl Writer {
     fn new(content: bool, request_bytes: u64) -> Self {
-        let cap = if content { BATCH_REQUESTS * request_bytes as usize } else { request_bytes as usize };
-        Writer { content, request_bytes, slots: Vec::new(), buf: vec![0; cap] }
+        let max = (BATCH_BYTES / request_bytes as usize).clamp(1, BATCH_REQUESTS);
+        let cap = if content { max * request_bytes as usize } else { request_bytes as usize };
+        Writer { content, max, request_bytes, slots: Vec::new(), buf: vec![0; cap] }
     }
 
     fn len(&self) -> usize {
