@@ -349,11 +349,15 @@ impl Drive {
     /// Completion time of a write of `bytes` issued at `submitted` whose
     /// NAND work was `ops`: firmware, host transfer, compression and hash,
     /// then its own page programs (and read-modify-write reads). Garbage
-    /// collection the write triggered occupies dies and channels (reads,
-    /// then the programs of what they read, then erases), so it delays
-    /// whatever needs those dies next, but the write itself completes once
-    /// its data is handed to the dies: the drive keeps free blocks in
+    /// collection the write triggered occupies dies and channels, so it
+    /// delays whatever needs those dies next, but the write itself completes
+    /// once its data is handed to the dies: the drive keeps free blocks in
     /// reserve, so it never waits for an erase.
+    ///
+    /// GC is booked the way a die scheduler with read priority runs it:
+    /// every victim's page reads first, then each victim's relocation
+    /// programs once its own reads are in, then its erase. Victims on
+    /// different dies proceed in parallel rather than one after another.
     fn time_write(&mut self, bytes: u64, ops: &[NandOp], submitted: SimTime) -> SimTime {
         let throttle = self.life_curve_throttle(submitted);
         let t = &mut self.timeline;
@@ -363,7 +367,10 @@ impl Drive {
             received = t.throttle(bytes, rate, received);
         }
         let ready = if self.config.compression || self.config.dedup { t.engine(bytes, received) } else { received };
-        let (mut done, mut host_data, mut gc_data) = (ready, ready, ready);
+        let (mut done, mut host_data) = (ready, ready);
+        // Pass 1: host work, and when each victim's live pages are read.
+        let mut victim_data = Vec::new();
+        let mut gc_data = ready;
         for op in ops {
             match *op {
                 NandOp::Read(DieId(d)) => {
@@ -372,10 +379,23 @@ impl Drive {
                 }
                 NandOp::Program(DieId(d)) => done = done.max(t.page_program(d, host_data, Work::Host)),
                 NandOp::GcRead(DieId(d)) => gc_data = gc_data.max(t.page_read(d, ready, Work::Background)),
-                NandOp::GcProgram(DieId(d)) => gc_data = gc_data.max(t.page_program(d, gc_data, Work::Background)),
+                NandOp::Erase(_) => victim_data.push(std::mem::replace(&mut gc_data, ready)),
+                NandOp::GcProgram(_) => {}
+            }
+        }
+        // Pass 2: each victim's relocation programs, then its erase.
+        let mut victims = victim_data.into_iter();
+        let mut data = victims.next().unwrap_or(gc_data);
+        let mut moved = data;
+        for op in ops {
+            match *op {
+                NandOp::GcProgram(DieId(d)) => moved = moved.max(t.page_program(d, data, Work::Background)),
                 NandOp::Erase(DieId(d)) => {
-                    t.erase(d, gc_data);
+                    t.erase(d, moved);
+                    data = victims.next().unwrap_or(gc_data);
+                    moved = data;
                 }
+                NandOp::Read(_) | NandOp::Program(_) | NandOp::GcRead(_) => {}
             }
         }
         done
@@ -560,6 +580,22 @@ impl Drive {
         pipeline::decode(scratch, out).map_err(|reason| DriveError::Corrupt { chunk: id.index(), reason })
     }
 
+    /// Whether `next` continues `prev`'s placement: its bytes follow in the
+    /// same block, or it opens the next die of the write stripe. A unit
+    /// that does is read as part of the same piece.
+    fn continues(&self, prev: Extent, next: Extent) -> bool {
+        let dies = self.config.geometry.dies();
+        let (a, b) = (self.nand.die_of(prev.block).0, self.nand.die_of(next.block).0);
+        (prev.block == next.block && next.offset == prev.offset + prev.len) || b == (a + 1) % dies
+    }
+
+    /// Bytes of `extent` that sit in page `page` of its block.
+    fn bytes_in_page(&self, extent: Extent, page: u32) -> u64 {
+        let pb = self.config.geometry.page_bytes;
+        let (lo, hi) = (page * pb, (page + 1) * pb);
+        u64::from((extent.offset + extent.len).min(hi) - extent.offset.max(lo))
+    }
+
     /// Reads `sectors` sectors from `lba`, issued when the previous
     /// command completed. Unmapped units read as zeros.
     pub fn read(&mut self, lba: Lba, sectors: u64) -> Result<Vec<u8>, DriveError> {
@@ -574,9 +610,12 @@ impl Drive {
     /// modelled, on any media.
     ///
     /// Cost: a map-cache miss reads the unit's map page first; each distinct
-    /// NAND page the request's units sit in is read once (units packed in a
-    /// page share the read; unmapped units and units still in the page
-    /// buffer cost none), at most `read_window` page reads in flight; each
+    /// NAND page the request's units sit in is sensed once (units packed in
+    /// a page share the read; unmapped units and units still in the page
+    /// buffer cost none) and each unit's bytes are clocked out of the page
+    /// register, at most `read_window` page reads in flight; each unit that
+    /// does not continue the previous one's placement costs `read_piece_ns`
+    /// of firmware set-up first (see [`DriveConfig::read_piece_ns`]); each
     /// unit is decompressed and crosses the host link as soon as its data
     /// is in.
     pub fn read_on(
@@ -616,6 +655,8 @@ impl Drive {
         let mut unit_buf = vec![0u8; unit];
         let mut done = accepted;
         let mut nand_reads = 0u64;
+        let piece_ns = self.config.read_piece_ns();
+        let (mut previous, mut set_up): (Option<Extent>, SimTime) = (None, accepted);
         for lpn in first / us..end.div_ceil(us) {
             let (ustart, uend) = (lpn * us, (lpn + 1) * us);
             let lo = ustart.max(first);
@@ -625,28 +666,33 @@ impl Drive {
                 done = self.timeline.link(covered, accepted.max(floor));
                 continue;
             };
-            let mut ready = accepted;
+            let extent = self.chunks.get(id).extent;
+            if previous.is_some_and(|p| !self.continues(p, extent)) && piece_ns > 0 {
+                set_up = self.timeline.firmware_work(set_up, piece_ns);
+            }
+            previous = Some(extent);
+            let mut ready = set_up;
             if let Some(map_page) = self.map_cache.access(lpn) {
                 let die = self.map_page_die(map_page).0;
-                let start = window.admit(accepted);
+                let start = window.admit(ready);
                 ready = self.timeline.page_read(die, start, Work::Host);
                 window.issued(ready);
             }
             pages.clear();
-            let extent = self.chunks.get(id).extent;
             self.space.nand_pages(&self.nand, extent, &mut pages);
             let mut data_in = ready;
             for &(block, page) in &pages {
+                let die = self.nand.die_of(BlockId(block)).0;
+                let bytes = self.bytes_in_page(extent, page);
                 let at = match page_done.get(&(block, page)) {
-                    Some(&t) => t,
+                    Some(&t) => self.timeline.register_out(die, t.max(ready), bytes, Work::Host),
                     None if self.read_cache_hit(block, page) => {
                         page_done.insert((block, page), ready);
                         ready
                     }
                     None => {
-                        let die = self.nand.die_of(BlockId(block)).0;
                         let start = window.admit(ready);
-                        let t = self.timeline.page_read(die, start, Work::Host);
+                        let t = self.timeline.page_read_part(die, start, bytes, Work::Host);
                         window.issued(t);
                         page_done.insert((block, page), t);
                         nand_reads += 1;
@@ -808,18 +854,31 @@ impl Drive {
         Ok(true)
     }
 
-    /// Moves every live chunk out of `victim` and erases it.
+    /// Moves every live chunk out of `victim` and erases it. The journal
+    /// gets the victim's reads of live pages first, then the programs of
+    /// their chunks elsewhere, then the erase.
     fn relocate_all(&mut self, victim: BlockId) -> Result<(), DriveError> {
         let summary = self.space.take_summary(victim);
+        let live = |chunks: &ChunkStore, id: ChunkId| {
+            let chunk = chunks.get(id);
+            chunk.refs > 0 && chunk.extent.block == victim
+        };
         let mut pages = Vec::new();
+        for &id in summary.iter().filter(|&&id| live(&self.chunks, id)) {
+            self.space.nand_pages(&self.nand, self.chunks.get(id).extent, &mut pages);
+        }
+        pages.sort_unstable();
+        pages.dedup();
+        for &(block, _) in &pages {
+            self.nand.journal_read(BlockId(block));
+        }
+        self.counters.gc_page_reads += pages.len() as u64;
         let mut bytes = Vec::new();
         for &id in &summary {
-            let chunk = *self.chunks.get(id);
-            if chunk.refs == 0 || chunk.extent.block != victim {
+            if !live(&self.chunks, id) {
                 continue; // stale entry: freed, or already moved
             }
-            let old = chunk.extent;
-            self.space.nand_pages(&self.nand, old, &mut pages);
+            let old = self.chunks.get(id).extent;
             let data = if self.keeps_data() {
                 bytes.clear();
                 self.space.read_extent(&self.nand, old, &mut bytes)?;
@@ -834,12 +893,6 @@ impl Drive {
             self.counters.gc_relocated_bytes += u64::from(old.len);
             self.counters.gc_relocated_chunks += 1;
         }
-        pages.sort_unstable();
-        pages.dedup();
-        for &(block, _) in &pages {
-            self.nand.journal_read(BlockId(block));
-        }
-        self.counters.gc_page_reads += pages.len() as u64;
         self.counters.gc_victims += 1;
         self.space.erase(&mut self.nand, victim, summary);
         Ok(())

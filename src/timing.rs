@@ -60,6 +60,14 @@ pub struct TimingParams {
     /// Page reads one command may have in flight; `None` overlaps all of
     /// them across dies. Applies only with the read-degradation quirk.
     pub read_window: Option<u32>,
+    /// Firmware time (ns) to set up each further physically separate piece
+    /// of a read: a unit that does not continue the previous unit's
+    /// placement (the next bytes of the same block, or the next die of the
+    /// write stripe) is looked up and programmed into the NAND sequencer
+    /// and decompression engine on its own. The first piece rides on the
+    /// command's own setup. Applies only with the read-degradation quirk.
+    #[serde(default)]
+    pub read_piece_ns: u64,
     /// How far (ns) background work on a die may fall behind host work
     /// before host work waits for it.
     pub gc_lag_ns: u64,
@@ -91,6 +99,10 @@ impl TimingParams {
         Ok(())
     }
 }
+
+/// Bytes of one ECC codeword: the smallest piece of a page register the
+/// controller clocks out and corrects (SF-2281: BCH over 512-byte sectors).
+pub const CODEWORD_BYTES: u64 = 512;
 
 /// Nanoseconds to move `bytes` at `rate` bytes per second, rounded up.
 pub fn transfer_ns(bytes: u64, rate: u64) -> u64 {
@@ -168,10 +180,10 @@ impl Timeline {
         Self::schedule(&mut self.dies[die as usize], self.params.gc_lag_ns, ready, cost, work)
     }
 
-    /// Moves one page over `die`'s channel, host transfers ahead of
+    /// Moves `bytes` over `die`'s channel, host transfers ahead of
     /// background ones as on the dies.
-    fn on_channel(&mut self, die: u32, ready: SimTime, work: Work) -> SimTime {
-        let xfer = transfer_ns(self.page_bytes, self.params.channel_bytes_per_sec);
+    fn on_channel(&mut self, die: u32, ready: SimTime, bytes: u64, work: Work) -> SimTime {
+        let xfer = transfer_ns(bytes, self.params.channel_bytes_per_sec);
         let ch = self.channel_of(die);
         Self::schedule(&mut self.channels[ch], self.params.gc_lag_ns, ready, xfer, work)
     }
@@ -196,8 +208,22 @@ impl Timeline {
     /// A page read on `die` that may start at `ready`: array read, then the
     /// page crosses its channel. Returns when the data is in the controller.
     pub fn page_read(&mut self, die: u32, ready: SimTime, work: Work) -> SimTime {
+        self.page_read_part(die, ready, self.page_bytes, work)
+    }
+
+    /// A page read on `die` of which only `bytes` cross the channel: the
+    /// controller clocks out just the ECC codewords it needs from the page
+    /// register (rounded up to whole codewords, at most a page).
+    pub fn page_read_part(&mut self, die: u32, ready: SimTime, bytes: u64, work: Work) -> SimTime {
         let sensed = self.on_die(die, ready, self.params.read_ns, work);
-        self.on_channel(die, sensed, work)
+        self.register_out(die, sensed, bytes, work)
+    }
+
+    /// Clocks `bytes` more out of a page already in `die`'s register
+    /// (whole codewords, at most a page): channel time only.
+    pub fn register_out(&mut self, die: u32, ready: SimTime, bytes: u64, work: Work) -> SimTime {
+        let bytes = bytes.div_ceil(CODEWORD_BYTES).max(1) * CODEWORD_BYTES;
+        self.on_channel(die, ready, bytes.min(self.page_bytes), work)
     }
 
     /// A page program on `die` whose data is ready at `ready`. The write
@@ -212,7 +238,7 @@ impl Timeline {
             Work::Host => d.host.max(SimTime(d.all.0.saturating_sub(self.params.gc_lag_ns))),
         };
         let accepted = ready.max(SimTime(queue_end.0.saturating_sub(backlog)));
-        let on_bus = self.on_channel(die, accepted, work);
+        let on_bus = self.on_channel(die, accepted, self.page_bytes, work);
         self.on_die(die, on_bus, self.params.program_ns, work);
         on_bus
     }
@@ -226,6 +252,12 @@ impl Timeline {
     pub fn engine(&mut self, bytes: u64, ready: SimTime) -> SimTime {
         let cost = transfer_ns(bytes, self.params.engine_bytes_per_sec);
         Self::occupy(&mut self.engine, ready, cost)
+    }
+
+    /// Firmware time `ns` on the controller core from `ready` (per-piece
+    /// work inside a command). Returns when it is done.
+    pub fn firmware_work(&mut self, ready: SimTime, ns: u64) -> SimTime {
+        Self::occupy(&mut self.firmware, ready, ns)
     }
 
     /// Firmware handling of one command arriving at `ready`, plus `extra`
@@ -274,6 +306,7 @@ mod tests {
             command_latency_ns: 5_000,
             trim_range_ns: 1_000,
             read_window: None,
+            read_piece_ns: 0,
             gc_lag_ns: 0,
             program_queue: 0,
             read_cache_pages: 0,

@@ -59,7 +59,7 @@ fn sf_502_trim_restores_reads_only_partly_and_retrimming_changes_nothing() {
         (read_ratio(&r, &r.tortured), read_ratio(&r, &r.after_trim), read_ratio(&r, &r.after_second_trim));
     assert!(tortured <= 0.6, "tortured read {tortured:.2} of clean");
     assert!(
-        r.tortured.write_mbps >= 0.8 * r.clean.write_mbps,
+        r.tortured.write_mbps >= 0.9 * r.clean.write_mbps,
         "SandForce writes hold up: {:.1} vs {:.1}",
         r.tortured.write_mbps,
         r.clean.write_mbps
@@ -84,8 +84,10 @@ fn the_502_defect_does_not_depend_on_compressibility() {
         assert!(read_ratio(r, &r.after_trim) < 0.9, "{:?}: no full recovery", r.data);
         assert!(read_ratio(r, &r.after_trim) > read_ratio(r, &r.tortured), "{:?}: partial recovery", r.data);
     }
-    let gap = (read_ratio(&pseudo, &pseudo.after_trim) - read_ratio(&comp, &comp.after_trim)).abs();
-    assert!(gap < 0.08, "pseudo-random and compressible recover alike: gap {gap:.3}");
+    for r in [&pseudo, &incomp] {
+        let gap = (read_ratio(r, &r.after_trim) - read_ratio(&comp, &comp.after_trim)).abs();
+        assert!(gap <= 0.05, "{:?} and compressible data recover alike: gap {gap:.3}", r.data);
+    }
 }
 
 #[test]
