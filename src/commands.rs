@@ -1,5 +1,5 @@
 //! The benchmark subcommands of the binary (`hdtach`, `atto`, `iometer`,
-//! `run`): build the drive, run the workload with a progress bar, print a
+//! `run`, `torture`, `corpus`): build the drive, run the workload with a progress bar, print a
 //! summary, write JSON and plots.
 
 use std::path::Path;
@@ -17,8 +17,8 @@ use duraflash::Drive;
 use duraflash::workload::torture::{self, Duration, TortureData, TortureReport, TortureSpec};
 
 use super::{
-    emit, progress_bar, setup_threads, AttoArgs, Failure, HdtachArgs, IometerArgs, Output, RunArgs, TortureArgs,
-    TortureDataArg,
+    emit, progress_bar, setup_threads, AttoArgs, CorpusArgs, Failure, HdtachArgs, IometerArgs, Output, RunArgs,
+    TortureArgs, TortureDataArg,
 };
 
 /// Every JSON result starts with how it was made.
@@ -554,4 +554,134 @@ fn torture_plots(dir: &Path, cfg: &DriveConfig, r: &TortureReport) -> Result<(),
 /// Whether `path` names standard output.
 pub(super) fn is_stdout(path: &Path) -> bool {
     path.as_os_str() == "-"
+}
+
+/// Default drive size of `corpus`: every corpus is written a few times
+/// over, with real bytes through the pipeline.
+const CORPUS_DEFAULT_CAPACITY: u64 = 256 << 20;
+
+#[derive(Serialize)]
+struct CorpusOutput<'a> {
+    #[serde(flatten)]
+    provenance: Provenance<'a>,
+    spec: &'a duraflash::workload::corpus::CorpusSpec,
+    corpora: &'a [duraflash::workload::corpus::CorpusReport],
+}
+
+/// `duraflash corpus`.
+pub(crate) fn corpus(args: CorpusArgs) -> Result<(), Failure> {
+    use duraflash::corpus::{self, Corpus};
+    use duraflash::workload::corpus::{run, CorpusSpec};
+    setup_threads(&args.out)?;
+    let dir = args.corpora_dir.clone().unwrap_or_else(corpus::default_dir);
+    if args.list {
+        for e in corpus::manifest(&dir).map_err(|e| Failure::Run(e.to_string()))? {
+            println!("{:<10} {:<10} {:>9} B  {}", e.name, e.kind, e.bytes, e.file);
+        }
+        for (name, what) in corpus::GENERATED {
+            println!("{name:<10} {:<10} {:>9} B  generated: {what}", "generated", corpus::GENERATED_BYTES);
+        }
+        return Ok(());
+    }
+    if !(args.share > 0.0 && args.share <= 1.0) {
+        return Err(Failure::Usage(format!("--share {} must be in (0, 1]", args.share)));
+    }
+    let mut cfg = args.drive.build(Some(CORPUS_DEFAULT_CAPACITY)).map_err(Failure::Usage)?;
+    if args.drive.media.is_none() {
+        cfg.media = duraflash::Media::MetadataOnly;
+    }
+    let names = if args.corpora.is_empty() {
+        Corpus::names(&dir).map_err(|e| Failure::Usage(e.to_string()))?
+    } else {
+        args.corpora.clone()
+    };
+    let corpora: Vec<Corpus> = names
+        .iter()
+        .map(|n| Corpus::load(n, &dir))
+        .collect::<Result<_, _>>()
+        .map_err(|e| Failure::Usage(e.to_string()))?;
+    let spec = CorpusSpec { share: args.share, precondition: args.precondition, measure: args.measure, seed: cfg.seed };
+    let mut reports = Vec::new();
+    for (i, c) in corpora.iter().enumerate() {
+        let phase = format!("{} ({}/{})", c.name, i + 1, corpora.len());
+        let r = with_progress(&args.out, &phase, |tick| {
+            run(&cfg, c, &spec, &mut |p, f| {
+                let at = match p {
+                    "fill" => 0.0,
+                    "precondition" => 0.1,
+                    "measure" => 0.5,
+                    _ => 0.9,
+                };
+                let width = match p {
+                    "fill" => 0.1,
+                    "precondition" => 0.4,
+                    "measure" => 0.4,
+                    _ => 0.0,
+                };
+                tick(at + width * f)
+            })
+        })
+        .map_err(|e| Failure::Run(format!("corpus {}: {e}", c.name)))?;
+        reports.push(r);
+    }
+    if let Some(p) = &args.plot {
+        let chart = plot::BarChart {
+            title: format!("Corpora on {} ({})", cfg.name, duraflash::ByteSize(cfg.logical_bytes)),
+            y_label: "ratio".into(),
+            categories: reports.iter().map(|r| r.name.clone()).collect(),
+            groups: vec![
+                ("compression (stored/raw)".into(), reports.iter().map(|r| r.compression_ratio).collect()),
+                ("dedup (new/written)".into(), reports.iter().map(|r| r.dedup_ratio).collect()),
+                ("WAF".into(), reports.iter().map(|r| r.waf).collect()),
+            ],
+            ..Default::default()
+        };
+        plot::bar_chart(p, &chart).map_err(|e| Failure::Run(format!("--plot {}: {e}", p.display())))?;
+    }
+    let mut summary = format!(
+        "drive {} at {}, media {:?}; each corpus tiled over {:.0}% of the LBAs, {} + {} random-overwrite passes\n",
+        cfg.name,
+        duraflash::ByteSize(cfg.logical_bytes),
+        cfg.media,
+        spec.share * 100.0,
+        spec.precondition,
+        spec.measure
+    );
+    summary += &format!(
+        "{:<10} {:>9} {:>6} {:>6} {:>8} {:>6} {:>6} {:>6} {:>8} {:>8} {:>9} {:>8} {:>5}\n",
+        "corpus",
+        "bytes",
+        "lz4",
+        "comp",
+        "distinct",
+        "dedup",
+        "WAF",
+        "model",
+        "seq MB/s",
+        "4K MB/s",
+        "pipe MB/s",
+        "raw MB/s",
+        "ratio"
+    );
+    for r in &reports {
+        let model = r.model_waf.map_or("-".to_string(), |m| format!("{m:.3}"));
+        summary += &format!(
+            "{:<10} {:>9} {:>6.3} {:>6.3} {:>8.3} {:>6.3} {:>6.3} {:>6} {:>8.1} {:>8.1} {:>9.0} {:>8.0} {:>5.2}\n",
+            r.name,
+            r.bytes,
+            r.lz4_block_ratio,
+            r.compression_ratio,
+            r.distinct_ratio,
+            r.dedup_ratio,
+            r.waf,
+            model,
+            r.seq_write_mbps,
+            r.rand_write_mbps,
+            r.pipeline_mbps,
+            r.raw_mbps,
+            r.pipeline_ratio
+        );
+    }
+    let output = CorpusOutput { provenance: Provenance::new(&cfg), spec: &spec, corpora: &reports };
+    emit(&args.out, &summary, &output)
 }

@@ -24,7 +24,9 @@
 
 pub mod analytic;
 pub mod config;
+pub mod content;
 pub mod controller;
+pub mod corpus;
 pub mod datapath;
 pub mod error;
 pub mod fio;

@@ -45,6 +45,38 @@ enum Command {
     /// The reviewers' SandForce torture protocol: clean, tortured, after
     /// TRIM and after a second TRIM, each measured with HD Tach.
     Torture(TortureArgs),
+    /// Real data through the drive: compression, dedup, steady-state WAF
+    /// and write speed for each corpus (committed samples, generated sets
+    /// or any file).
+    Corpus(CorpusArgs),
+}
+
+#[derive(Args)]
+struct CorpusArgs {
+    /// Corpus names (see --list) or file paths; default: every known corpus.
+    corpora: Vec<String>,
+    #[command(flatten)]
+    drive: DriveArgs,
+    /// Share of the drive each corpus is tiled over.
+    #[arg(long, default_value_t = 1.0)]
+    share: f64,
+    /// Random-overwrite passes over the share before measuring.
+    #[arg(long, default_value_t = 2.0)]
+    precondition: f64,
+    /// Random-overwrite passes measured.
+    #[arg(long, default_value_t = 1.0)]
+    measure: f64,
+    /// The corpora directory (default: $DURAFLASH_CORPORA or the source tree's corpora/).
+    #[arg(long)]
+    corpora_dir: Option<PathBuf>,
+    /// List the known corpora and exit.
+    #[arg(long)]
+    list: bool,
+    /// Write a bar chart (compression, dedup, WAF per corpus) as SVG.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    #[command(flatten)]
+    out: Output,
 }
 
 #[derive(Args)]
@@ -394,6 +426,7 @@ fn main() -> ExitCode {
         Command::Iometer(args) => commands::iometer(args),
         Command::Run(args) => commands::run(args),
         Command::Torture(args) => commands::torture(args),
+        Command::Corpus(args) => commands::corpus(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -440,6 +473,7 @@ fn run_wa(args: WaArgs) -> Result<(), Failure> {
         request_bytes: args.bs.0,
         data,
         trim_pct: args.trim_pct,
+        span: 1.0,
         precondition: args.precondition,
         measure: args.measure,
     };

@@ -9,7 +9,15 @@ use duraflash::{Drive, DriveConfig, GcPolicy, Media};
 
 fn study(cfg: DriveConfig, data: DataSpec, pre: f64, measure: f64) -> WaReport {
     let mut drive = Drive::new(cfg).unwrap();
-    let spec = WaSpec { access: Access::Uniform, request_bytes: 4096, data, trim_pct: 0, precondition: pre, measure };
+    let spec = WaSpec {
+        access: Access::Uniform,
+        request_bytes: 4096,
+        data,
+        trim_pct: 0,
+        span: 1.0,
+        precondition: pre,
+        measure,
+    };
     let report = run(&mut drive, &spec, 3, &mut |_, _| {}).unwrap();
     drive.check_invariants().unwrap();
     report

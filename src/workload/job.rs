@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use crate::content::Content;
 use crate::controller::Drive;
 use crate::error::DriveError;
 use crate::fio::{Distribution, Rw};
@@ -132,6 +133,17 @@ impl JobSpec {
 /// Runs `spec` on `drive`, starting when the drive's last command
 /// completed. `progress` gets the fraction done.
 pub fn run_job(drive: &mut Drive, spec: &JobSpec, progress: &mut dyn FnMut(f64)) -> Result<JobResult, String> {
+    let mut gen = PatternGen::new(spec.data, unit_seed(spec.seed, 1)).map_err(|e| e.to_string())?;
+    run_job_with(drive, spec, &mut gen, progress)
+}
+
+/// Runs `spec` with writes carrying `content` instead of `spec.data`.
+pub fn run_job_with(
+    drive: &mut Drive,
+    spec: &JobSpec,
+    content: &mut dyn Content,
+    progress: &mut dyn FnMut(f64),
+) -> Result<JobResult, String> {
     spec.validate(drive.config().logical_bytes)?;
     let slots = spec.length / spec.bs;
     let access = match spec.distribution {
@@ -141,7 +153,6 @@ pub fn run_job(drive: &mut Drive, spec: &JobSpec, progress: &mut dyn FnMut(f64))
     };
     let mut random = SlotStream::new(access, slots, unit_seed(spec.seed, 2))?;
     let mut mix = SlotStream::new(Access::Uniform, 1, unit_seed(spec.seed, 3))?;
-    let mut gen = PatternGen::new(spec.data, unit_seed(spec.seed, 1)).map_err(|e| e.to_string())?;
     let mut queue = HostQueue::new(spec.iodepth, drive.now());
     let start = queue.started_at();
     let mut batch = Batch::new(drive.needs_content(), spec.bs);
@@ -185,7 +196,7 @@ pub fn run_job(drive: &mut Drive, spec: &JobSpec, progress: &mut dyn FnMut(f64))
         };
         match kind {
             CommandKind::Write => {
-                batch.add(lba, &mut gen);
+                batch.add(lba, content);
                 if batch.is_full() {
                     batch.flush(drive, &mut queue).map_err(fail)?;
                 }
@@ -245,10 +256,10 @@ impl Batch {
         self.lbas.len() >= self.max
     }
 
-    fn add(&mut self, lba: Lba, gen: &mut PatternGen) {
+    fn add(&mut self, lba: Lba, content: &mut dyn Content) {
         if self.content {
             let at = self.lbas.len() * self.bs;
-            gen.fill(&mut self.buf[at..at + self.bs]);
+            content.fill(lba, &mut self.buf[at..at + self.bs]);
         }
         self.lbas.push(lba);
     }

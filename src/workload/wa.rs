@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::analytic;
 use crate::config::DriveConfig;
+use crate::content::Content;
 use crate::controller::{Drive, Stats};
 use crate::error::DriveError;
 use crate::pattern::{unit_seed, DataSpec, PatternGen};
@@ -39,7 +40,10 @@ pub struct WaSpec {
     pub data: DataSpec,
     /// Share of requests (percent) that TRIM one random mapped unit.
     pub trim_pct: u8,
-    /// Random-write drive-writes before measuring.
+    /// Share of the LBA space (from LBA 0) filled and overwritten; the
+    /// rest is never written. 1 for the whole drive.
+    pub span: f64,
+    /// Random-write drive-writes (of the span) before measuring.
     pub precondition: f64,
     /// Random-write drive-writes measured.
     pub measure: f64,
@@ -61,6 +65,10 @@ impl WaSpec {
         if !(self.measure.is_finite() && self.measure > 0.0) {
             return Err(format!("--measure {} must be a positive number of drive-writes", self.measure));
         }
+        if !(self.span > 0.0 && self.span <= 1.0) || (cfg.logical_bytes as f64 * self.span) < self.request_bytes as f64
+        {
+            return Err(format!("span {} must be in (0, 1] and hold one request", self.span));
+        }
         if self.trim_pct > 100 {
             return Err(format!("--trim-pct {} is over 100", self.trim_pct));
         }
@@ -75,7 +83,7 @@ pub struct ModelPoint {
     pub alpha: f64,
     /// Live chunks a block holds on average (the models' pages per block).
     pub chunks_per_block: f64,
-    /// Live stored bytes / logical bytes (data reduction, 1 = none).
+    /// Live stored bytes / logical bytes written (data reduction, 1 = none).
     pub reduction: f64,
     /// Stored bytes of new chunks per host byte written in the measured
     /// phase: what a host write costs before GC (compression x dedup).
@@ -130,10 +138,22 @@ pub fn run(
     seed: u64,
     progress: &mut dyn FnMut(&str, f64),
 ) -> Result<WaReport, String> {
+    let mut gen = PatternGen::new(spec.data, unit_seed(seed, 1)).map_err(|e| e.to_string())?;
+    run_with(drive, spec, &mut gen, seed, progress)
+}
+
+/// Runs the study with writes carrying `content` instead of `spec.data`.
+pub fn run_with(
+    drive: &mut Drive,
+    spec: &WaSpec,
+    gen: &mut dyn Content,
+    seed: u64,
+    progress: &mut dyn FnMut(&str, f64),
+) -> Result<WaReport, String> {
     let cfg = drive.config().clone();
     spec.validate(&cfg)?;
-    let slots = cfg.logical_bytes / spec.request_bytes;
-    let mut gen = PatternGen::new(spec.data, unit_seed(seed, 1)).map_err(|e| e.to_string())?;
+    let span = (cfg.logical_bytes as f64 * spec.span) as u64;
+    let slots = (span / spec.request_bytes).max(1);
     let mut access = SlotStream::new(spec.access, slots, unit_seed(seed, 2))?;
     let mut writer = Writer::new(drive.needs_content(), spec.request_bytes);
     let fail = |e: DriveError| e.to_string();
@@ -143,7 +163,7 @@ pub fn run(
     while filled < slots {
         let n = (slots - filled).min(writer.max as u64);
         for s in filled..filled + n {
-            writer.add(s, &mut gen);
+            writer.add(s, gen);
         }
         writer.flush(drive).map_err(fail)?;
         filled += n;
@@ -152,7 +172,7 @@ pub fn run(
 
     let per_drive_write = slots as f64;
     let pre = (spec.precondition * per_drive_write).round() as u64;
-    random_phase(drive, spec, &mut access, &mut gen, &mut writer, pre, &mut |f| progress("precondition", f), None)
+    random_phase(drive, spec, &mut access, gen, &mut writer, pre, &mut |f| progress("precondition", f), None)
         .map_err(fail)?;
 
     let before = drive.stats();
@@ -162,7 +182,7 @@ pub fn run(
         drive,
         spec,
         &mut access,
-        &mut gen,
+        gen,
         &mut writer,
         measured,
         &mut |f| progress("measure", f),
@@ -180,7 +200,7 @@ pub fn run(
         let chunks = sampler.chunks / sampler.n as f64;
         let alpha = (geometry.physical_bytes() as f64 - unwritten) / live;
         let chunks_per_block = geometry.block_bytes() as f64 * chunks / live;
-        let reduction = live / cfg.logical_bytes as f64;
+        let reduction = live / (slots * spec.request_bytes) as f64;
         let write_cost = (after.new_stored_bytes - before.new_stored_bytes) as f64 / host_bytes as f64;
         let np = chunks_per_block.round().max(1.0) as u32;
         ModelPoint {
@@ -225,7 +245,7 @@ fn random_phase(
     drive: &mut Drive,
     spec: &WaSpec,
     access: &mut SlotStream,
-    gen: &mut PatternGen,
+    gen: &mut dyn Content,
     writer: &mut Writer,
     requests: u64,
     progress: &mut dyn FnMut(f64),
@@ -292,11 +312,11 @@ impl Writer {
         self.slots.len()
     }
 
-    fn add(&mut self, slot: u64, gen: &mut PatternGen) {
+    fn add(&mut self, slot: u64, gen: &mut dyn Content) {
         if self.content {
             let r = self.request_bytes as usize;
             let at = self.slots.len() * r;
-            gen.fill(&mut self.buf[at..at + r]);
+            gen.fill(Lba(slot * self.request_bytes / SECTOR_BYTES), &mut self.buf[at..at + r]);
         }
         self.slots.push(slot);
     }
