@@ -1,5 +1,5 @@
 //! The benchmark subcommands of the binary (`hdtach`, `atto`, `iometer`,
-//! `run`, `torture`, `corpus`): build the drive, run the workload with a progress bar, print a
+//! `run`, `torture`, `corpus`, `sweep`): build the drive, run the workload with a progress bar, print a
 //! summary, write JSON and plots.
 
 use std::path::Path;
@@ -18,7 +18,7 @@ use duraflash::workload::torture::{self, Duration, TortureData, TortureReport, T
 
 use super::{
     emit, progress_bar, setup_threads, AttoArgs, CorpusArgs, Failure, HdtachArgs, IometerArgs, Output, RunArgs,
-    TortureArgs, TortureDataArg,
+    SweepArgs, TortureArgs, TortureDataArg,
 };
 
 /// Every JSON result starts with how it was made.
@@ -684,4 +684,292 @@ pub(crate) fn corpus(args: CorpusArgs) -> Result<(), Failure> {
     }
     let output = CorpusOutput { provenance: Provenance::new(&cfg), spec: &spec, corpora: &reports };
     emit(&args.out, &summary, &output)
+}
+
+/// What a sweep (or one point of it) writes as JSON; `--merge` reads it back.
+#[derive(Serialize, serde::Deserialize)]
+struct SweepOutput {
+    command: Vec<String>,
+    version: String,
+    preset: String,
+    capacity: u64,
+    seed: u64,
+    precondition: f64,
+    measure: f64,
+    grid: duraflash::workload::sweep::Grid,
+    points: Vec<duraflash::workload::sweep::PointResult>,
+}
+
+/// `duraflash sweep`.
+pub(crate) fn sweep(args: SweepArgs) -> Result<(), Failure> {
+    use duraflash::workload::sweep::{self as sw, Grid, PointResult};
+    use rayon::prelude::*;
+    setup_threads(&args.out)?;
+    if let Some(dir) = &args.merge {
+        let merged = merge_sweep(dir)?;
+        return finish_sweep(&args, merged);
+    }
+    let grid = Grid {
+        op: args.op.clone(),
+        gc: args.gc.clone(),
+        pages_per_block: args.pages_per_block.clone(),
+        compress_pct: args.compress_pct.clone(),
+        dedupe_pct: args.dedupe_pct.clone(),
+        trim_pct: args.trim_pct.clone(),
+        workload: args.workload.clone(),
+    };
+    grid.validate().map_err(Failure::Usage)?;
+    for (flag, v) in [("--precondition", args.precondition), ("--measure", args.measure)] {
+        if !(v.is_finite() && v >= 0.0) || (flag == "--measure" && v == 0.0) {
+            return Err(Failure::Usage(format!("{flag} {v} must be a positive number of drive-writes")));
+        }
+    }
+    let mut base = DriveConfig::preset(&args.preset).map_err(|e| Failure::Usage(format!("--preset: {e}")))?;
+    base = base.scaled(args.capacity.0).map_err(|e| Failure::Usage(format!("--capacity: {e}")))?;
+    base.media = args.media;
+    base.seed = args.seed;
+    let points = grid.points();
+    // Every point's drive must be buildable before anything runs.
+    for p in &points {
+        sw::point_config(&base, p).map_err(|e| Failure::Usage(format!("grid point {}: {e}", p.index)))?;
+    }
+    if let Some(file) = &args.emit_jobs {
+        return emit_sweep_jobs(&args, file, points.len());
+    }
+    let chosen: Vec<_> = match args.point {
+        Some(n) => vec![points
+            .get(n)
+            .cloned()
+            .ok_or_else(|| Failure::Usage(format!("--point {n}: the grid has {} points", points.len())))?],
+        None => points,
+    };
+    let bar = progress_bar(args.out.quiet);
+    if let Some(b) = &bar {
+        b.set_prefix("sweep");
+        b.set_length(chosen.len() as u64);
+    }
+    let results: Result<Vec<PointResult>, String> = chosen
+        .par_iter()
+        .map(|p| {
+            let r = sw::run_point(&base, p, args.precondition, args.measure)
+                .map_err(|e| format!("grid point {}: {e}", p.index));
+            if let Some(b) = &bar {
+                b.inc(1);
+            }
+            r
+        })
+        .collect();
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let output = SweepOutput {
+        command: std::env::args().collect(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        preset: args.preset.clone(),
+        capacity: base.logical_bytes,
+        seed: args.seed,
+        precondition: args.precondition,
+        measure: args.measure,
+        grid,
+        points: results.map_err(Failure::Run)?,
+    };
+    finish_sweep(&args, output)
+}
+
+/// Writes one command line per grid point into `file`.
+fn emit_sweep_jobs(args: &SweepArgs, file: &Path, n: usize) -> Result<(), Failure> {
+    let exe = std::env::current_exe().map_err(|e| Failure::Run(e.to_string()))?;
+    let join = |v: Vec<String>| v.join(",");
+    let common = format!(
+        "{} sweep --preset {} --capacity {} --media {} --seed {} --op {} --gc {} --pages-per-block {} \
+         --compress-pct {} --dedupe-pct {} --trim-pct {} --workload {} --precondition {} --measure {} --quiet",
+        exe.display(),
+        args.preset,
+        args.capacity.0,
+        match args.media {
+            duraflash::Media::Memory => "memory",
+            duraflash::Media::MetadataOnly => "metadata-only",
+        },
+        args.seed,
+        join(args.op.iter().map(f64::to_string).collect()),
+        join(
+            args.gc
+                .iter()
+                .map(|g| serde_json::to_value(g).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default())
+                .collect()
+        ),
+        join(args.pages_per_block.iter().map(u32::to_string).collect()),
+        join(args.compress_pct.iter().map(u8::to_string).collect()),
+        join(args.dedupe_pct.iter().map(u8::to_string).collect()),
+        join(args.trim_pct.iter().map(u8::to_string).collect()),
+        join(args.workload.clone()),
+        args.precondition,
+        args.measure,
+    );
+    let mut text = String::new();
+    for i in 0..n {
+        text += &format!("{common} --point {i} --json {}\n", args.points_dir.join(format!("point-{i}.json")).display());
+    }
+    std::fs::write(file, text).map_err(|e| Failure::Run(format!("--emit-jobs {}: {e}", file.display())))?;
+    println!(
+        "{n} jobs written to {}; run them (mkdir -p {dir}; parallel < {}), then: duraflash sweep --merge {dir}",
+        file.display(),
+        file.display(),
+        dir = args.points_dir.display()
+    );
+    Ok(())
+}
+
+/// Reads every `*.json` sweep output in `dir` into one.
+fn merge_sweep(dir: &Path) -> Result<SweepOutput, Failure> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| Failure::Usage(format!("--merge {}: {e}", dir.display())))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let mut merged: Option<SweepOutput> = None;
+    for f in &files {
+        let text = std::fs::read_to_string(f).map_err(|e| Failure::Run(format!("{}: {e}", f.display())))?;
+        let part: SweepOutput = serde_json::from_str(&text)
+            .map_err(|e| Failure::Run(format!("{}: not a sweep result: {e}", f.display())))?;
+        match &mut merged {
+            None => merged = Some(part),
+            Some(m) => {
+                let same = serde_json::to_value(&m.grid).ok() == serde_json::to_value(&part.grid).ok()
+                    && m.preset == part.preset
+                    && m.capacity == part.capacity
+                    && m.seed == part.seed;
+                if !same {
+                    return Err(Failure::Run(format!(
+                        "{}: from a different sweep than {}",
+                        f.display(),
+                        files[0].display()
+                    )));
+                }
+                m.points.extend(part.points);
+            }
+        }
+    }
+    let mut m = merged.ok_or_else(|| Failure::Usage(format!("--merge {}: no .json files", dir.display())))?;
+    m.points.sort_by_key(|p| p.point.index);
+    m.points.dedup_by_key(|p| p.point.index);
+    let expected = m.grid.points().len();
+    if m.points.len() < expected {
+        eprintln!("duraflash: warning: {} of {expected} grid points present", m.points.len());
+    }
+    m.command = std::env::args().collect();
+    Ok(m)
+}
+
+/// Table, CSV, plot and JSON of a sweep.
+fn finish_sweep(args: &SweepArgs, out: SweepOutput) -> Result<(), Failure> {
+    // Curves are named by the axes that vary besides OP.
+    let g = &out.grid;
+    let label = |p: &duraflash::workload::sweep::Point| {
+        let mut parts = Vec::new();
+        if g.gc.len() > 1 {
+            parts.push(format!("{:?}", p.gc).to_lowercase());
+        }
+        if g.pages_per_block.len() > 1 {
+            parts.push(format!("{} pages/block", p.pages_per_block));
+        }
+        if g.compress_pct.len() > 1 {
+            parts.push(format!("compress {}%", p.compress_pct));
+        }
+        if g.dedupe_pct.len() > 1 {
+            parts.push(format!("dedupe {}%", p.dedupe_pct));
+        }
+        if g.trim_pct.len() > 1 {
+            parts.push(format!("trim {}%", p.trim_pct));
+        }
+        if g.workload.len() > 1 {
+            parts.push(p.workload.clone());
+        }
+        if parts.is_empty() {
+            "WAF".to_string()
+        } else {
+            parts.join(", ")
+        }
+    };
+    if let Some(path) = &args.csv {
+        let mut w = csv::Writer::from_path(path).map_err(|e| Failure::Run(format!("--csv {}: {e}", path.display())))?;
+        w.write_record([
+            "index",
+            "op",
+            "gc",
+            "pages_per_block",
+            "compress_pct",
+            "dedupe_pct",
+            "trim_pct",
+            "workload",
+            "seed",
+            "waf",
+            "model_greedy",
+            "compression_ratio",
+            "dedup_ratio",
+            "erases",
+        ])
+        .map_err(|e| Failure::Run(e.to_string()))?;
+        for r in &out.points {
+            let p = &r.point;
+            w.write_record([
+                p.index.to_string(),
+                p.op.to_string(),
+                serde_json::to_value(p.gc).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
+                p.pages_per_block.to_string(),
+                p.compress_pct.to_string(),
+                p.dedupe_pct.to_string(),
+                p.trim_pct.to_string(),
+                p.workload.clone(),
+                r.seed.to_string(),
+                format!("{:.5}", r.waf),
+                r.model_greedy.map_or(String::new(), |m| format!("{m:.5}")),
+                format!("{:.5}", r.compression_ratio),
+                format!("{:.5}", r.dedup_ratio),
+                r.erases.to_string(),
+            ])
+            .map_err(|e| Failure::Run(e.to_string()))?;
+        }
+        w.flush().map_err(|e| Failure::Run(e.to_string()))?;
+    }
+    if let Some(path) = &args.plot {
+        let mut series: Vec<Series> = Vec::new();
+        for r in &out.points {
+            let name = label(&r.point);
+            match series.iter_mut().find(|s| s.name == name) {
+                Some(s) => s.points.push((r.point.op * 100.0, r.waf)),
+                None => series.push(Series { name, points: vec![(r.point.op * 100.0, r.waf)] }),
+            }
+        }
+        for s in &mut series {
+            s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        }
+        let chart = LineChart {
+            title: format!("WAF against over-provisioning: {} at {}", out.preset, duraflash::ByteSize(out.capacity)),
+            x_label: "over-provisioning of the data blocks (%)".into(),
+            y_label: "write amplification (NAND / host bytes)".into(),
+            series,
+            y_from_zero: true,
+            ..Default::default()
+        };
+        write_plot(&Some(path.clone()), &chart)?;
+    }
+    let mut summary = format!(
+        "{:>5} {:>6}  {:<40} {:>7} {:>7} {:>6} {:>6}\n",
+        "point", "OP %", "series", "WAF", "model", "comp", "dedup"
+    );
+    for r in &out.points {
+        summary += &format!(
+            "{:>5} {:>6.1}  {:<40} {:>7.3} {:>7} {:>6.3} {:>6.3}\n",
+            r.point.index,
+            r.point.op * 100.0,
+            label(&r.point),
+            r.waf,
+            r.model_greedy.map_or("-".into(), |m| format!("{m:.3}")),
+            r.compression_ratio,
+            r.dedup_ratio
+        );
+    }
+    emit(&args.out, &summary, &out)
 }

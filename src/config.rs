@@ -371,6 +371,21 @@ impl DriveConfig {
         })
     }
 
+    /// This config with `pages_per_block` pages per erase block, the
+    /// array keeping (at least) its physical size.
+    pub fn with_pages_per_block(&self, pages_per_block: u32) -> Result<Self, ConfigError> {
+        if pages_per_block == 0 {
+            return Err(ConfigError::invalid("geometry.pages_per_block", "must be at least 1"));
+        }
+        let bytes = self.geometry.physical_bytes();
+        let mut cfg = self.clone();
+        cfg.geometry.pages_per_block = pages_per_block;
+        let per_die = bytes.div_ceil(cfg.geometry.block_bytes() * u64::from(cfg.geometry.dies()));
+        cfg.geometry.blocks_per_die = u32::try_from(per_die)
+            .map_err(|_| ConfigError::invalid("geometry.pages_per_block", "too small for this drive"))?;
+        Ok(cfg)
+    }
+
     /// This config with blocks per die chosen so that the blocks that hold
     /// data give over-provisioning `op` = (physical - logical) / logical.
     /// The GC reserve ([`DriveConfig::reserve_blocks`]) comes on top and is

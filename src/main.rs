@@ -49,6 +49,74 @@ enum Command {
     /// and write speed for each corpus (committed samples, generated sets
     /// or any file).
     Corpus(CorpusArgs),
+    /// A grid of write-amplification studies (OP, GC policy, pages per
+    /// block, compressibility, dedup, TRIM, workload) run in parallel;
+    /// CSV, JSON and a plot of WAF against OP.
+    Sweep(SweepArgs),
+}
+
+#[derive(Args)]
+struct SweepArgs {
+    /// Built-in drive preset.
+    #[arg(long, default_value = "sf2281-240g")]
+    preset: String,
+    /// Host capacity of every point's drive.
+    #[arg(long, default_value = "512MiB")]
+    capacity: ByteSize,
+    /// What the NAND keeps.
+    #[arg(long, value_parser = parse_media, default_value = "metadata-only")]
+    media: Media,
+    /// Base seed; point i runs with its own seed derived from it.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Over-provisioning values (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "0.07,0.15,0.28", allow_negative_numbers = true)]
+    op: Vec<f64>,
+    /// GC policies (greedy, cost-benefit, fifo).
+    #[arg(long, value_delimiter = ',', value_parser = parse_gc, default_value = "greedy")]
+    gc: Vec<GcPolicy>,
+    /// Pages per erase block values (small blocks keep OP steps fine on a small drive).
+    #[arg(long, value_delimiter = ',', default_value = "64")]
+    pages_per_block: Vec<u32>,
+    /// fio buffer_compress_percentage values (0: incompressible).
+    #[arg(long, value_delimiter = ',', value_parser = parse_pct, default_value = "0,50")]
+    compress_pct: Vec<u8>,
+    /// fio dedupe_percentage values.
+    #[arg(long, value_delimiter = ',', value_parser = parse_pct, default_value = "0,30")]
+    dedupe_pct: Vec<u8>,
+    /// Share of requests that TRIM a random mapped unit (percent values).
+    #[arg(long, value_delimiter = ',', value_parser = parse_pct, default_value = "0")]
+    trim_pct: Vec<u8>,
+    /// Workloads: uniform, zipf:THETA, sequential.
+    #[arg(long, value_delimiter = ',', default_value = "uniform")]
+    workload: Vec<String>,
+    /// Random-write drive-writes before measuring, per point.
+    #[arg(long, default_value_t = 2.0)]
+    precondition: f64,
+    /// Measured random-write drive-writes, per point.
+    #[arg(long, default_value_t = 1.0)]
+    measure: f64,
+    /// Write the results as CSV.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Plot WAF against OP (SVG), one curve per other combination.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    /// Write one self-contained command line per point (for GNU parallel or
+    /// a Slurm array) instead of running; each writes DIR/point-N.json.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["point", "merge"])]
+    emit_jobs: Option<PathBuf>,
+    /// Where the emitted jobs write their JSON.
+    #[arg(long, value_name = "DIR", default_value = "sweep-points")]
+    points_dir: PathBuf,
+    /// Run only grid point N.
+    #[arg(long, value_name = "N", conflicts_with = "merge")]
+    point: Option<usize>,
+    /// Combine the JSON files of DIR (from --point runs) instead of running.
+    #[arg(long, value_name = "DIR")]
+    merge: Option<PathBuf>,
+    #[command(flatten)]
+    out: Output,
 }
 
 #[derive(Args)]
@@ -309,14 +377,7 @@ impl DriveArgs {
             cfg = cfg.scaled(cap).map_err(|e| format!("--capacity: {e}"))?;
         }
         if let Some(ppb) = self.pages_per_block {
-            if ppb == 0 {
-                return Err("--pages-per-block: must be at least 1".into());
-            }
-            let bytes = cfg.geometry.physical_bytes();
-            cfg.geometry.pages_per_block = ppb;
-            let per_die = bytes.div_ceil(cfg.geometry.block_bytes() * u64::from(cfg.geometry.dies()));
-            cfg.geometry.blocks_per_die =
-                u32::try_from(per_die).map_err(|_| "--pages-per-block: too small for this drive".to_string())?;
+            cfg = cfg.with_pages_per_block(ppb).map_err(|e| format!("--pages-per-block: {e}"))?;
         }
         if let Some(op) = self.op {
             cfg = cfg.with_op(op).map_err(|e| format!("--op: {e}"))?;
@@ -427,6 +488,7 @@ fn main() -> ExitCode {
         Command::Run(args) => commands::run(args),
         Command::Torture(args) => commands::torture(args),
         Command::Corpus(args) => commands::corpus(args),
+        Command::Sweep(args) => commands::sweep(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

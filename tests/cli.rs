@@ -92,3 +92,49 @@ fn wa_json_has_the_named_fields_and_is_byte_identical_for_a_seed() {
     other.extend(["--seed", "8", "--json", "-"]);
     assert_ne!(duraflash(&other).stdout, a.stdout, "another seed, other numbers");
 }
+
+/// A sweep split into one job per point and merged gives the same table
+/// as running the grid at once (each point has its own seed).
+#[test]
+fn sweep_jobs_merge_to_the_same_results() {
+    let dir = std::env::temp_dir().join(format!("duraflash-sweep-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("points")).unwrap();
+    let grid = [
+        "--capacity",
+        "64MiB",
+        "--op",
+        "0.1,0.3",
+        "--compress-pct",
+        "0",
+        "--dedupe-pct",
+        "0,30",
+        "--precondition",
+        "0.3",
+        "--measure",
+        "0.3",
+        "--quiet",
+    ];
+    let jobs = dir.join("jobs.txt");
+    let points = dir.join("points");
+    let mut emit: Vec<&str> = vec!["sweep"];
+    emit.extend(grid);
+    emit.extend(["--emit-jobs", jobs.to_str().unwrap(), "--points-dir", points.to_str().unwrap()]);
+    assert!(duraflash(&emit).status.success());
+    let lines = std::fs::read_to_string(&jobs).unwrap();
+    assert_eq!(lines.lines().count(), 4, "one command per grid point");
+    for line in lines.lines() {
+        let status = Command::new("sh").arg("-c").arg(line).status().unwrap();
+        assert!(status.success(), "{line}");
+    }
+    let merged = duraflash(&["sweep", "--merge", points.to_str().unwrap(), "--json", "-", "--quiet"]);
+    let mut direct: Vec<&str> = vec!["sweep"];
+    direct.extend(grid);
+    direct.extend(["--json", "-"]);
+    let direct = duraflash(&direct);
+    let points_of = |out: &[u8]| -> serde_json::Value {
+        serde_json::from_slice::<serde_json::Value>(out).unwrap()["points"].clone()
+    };
+    assert_eq!(points_of(&merged.stdout), points_of(&direct.stdout));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -5,5 +5,6 @@ pub mod access;
 pub mod corpus;
 pub mod job;
 pub mod review;
+pub mod sweep;
 pub mod torture;
 pub mod wa;
