@@ -352,3 +352,156 @@ fn fio_randwrite_qd32_ratios_verify_and_randtrim() {
     assert_eq!(report["invariants"], "ok");
     assert_eq!(report["served"]["errors"], 0);
 }
+
+/// Undoes the ext4 stack in reverse order, whatever happened.
+#[derive(Default)]
+struct Ext4Stack {
+    mount: Option<PathBuf>,
+    loop_dev: Option<String>,
+    fuse_dir: Option<PathBuf>,
+    nbdfuse: Option<Child>,
+}
+
+impl Ext4Stack {
+    fn unmount(&mut self) {
+        if let Some(m) = self.mount.take() {
+            let ok = Command::new("umount").arg(&m).status().is_ok_and(|s| s.success());
+            if !ok {
+                let _ = Command::new("umount").arg("-l").arg(&m).status();
+            }
+        }
+    }
+}
+
+impl Drop for Ext4Stack {
+    fn drop(&mut self) {
+        self.unmount();
+        if let Some(dev) = self.loop_dev.take() {
+            let _ = Command::new("losetup").args(["-d", &dev]).status();
+        }
+        if let Some(dir) = self.fuse_dir.take() {
+            let _ = Command::new("fusermount3").arg("-u").arg(&dir).status();
+        }
+        if let Some(mut child) = self.nbdfuse.take() {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while !matches!(child.try_wait(), Ok(Some(_))) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Why this machine cannot stack FUSE and a loop device, if it cannot.
+fn ext4_unavailable() -> Option<String> {
+    let uid = Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    if uid.ok().as_deref() != Some("0") {
+        return Some("needs root (losetup, mount)".into());
+    }
+    ["/dev/fuse", "/dev/loop-control"]
+        .iter()
+        .find(|p| !std::path::Path::new(p).exists())
+        .map(|p| format!("{p} does not exist"))
+}
+
+/// A tree of files of mixed content: (relative path, bytes).
+fn tree() -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = (0..240)
+        .map(|i| (format!("d{}/f{i}.dat", i % 12), content(4096 + (i * 7919) % 61440, i as u64 + 100)))
+        .collect();
+    files.push(("big/blob.bin".into(), content(12 << 20, 5)));
+    files
+}
+
+/// ext4 on nbdfuse + loop: mkfs's discard, a copied tree, deletes, fstrim;
+/// TRIM reaches the refcounts and what is left reads back after remount.
+#[test]
+fn ext4_on_nbdfuse_loop_fstrim_frees_units_and_files_survive_remount() {
+    let tools = [
+        ("nbdfuse", "nbdfuse"),
+        ("fusermount3", "fuse3"),
+        ("losetup", "mount"),
+        ("mkfs.ext4", "e2fsprogs"),
+        ("fstrim", "util-linux"),
+    ];
+    if !tools.iter().all(|(t, p)| have(t, p)) {
+        return;
+    }
+    if let Some(why) = ext4_unavailable() {
+        eprintln!("skipping ext4 test: {why}; see README 'Serving the drive over NBD' for the recipe");
+        return;
+    }
+    let served = Served::start("128MiB");
+    let dir = Scratch::new("ext4");
+    let (fuse_dir, mnt) = (dir.path("fuse"), dir.path("mnt"));
+    std::fs::create_dir_all(&fuse_dir).expect("fuse dir");
+    std::fs::create_dir_all(&mnt).expect("mount point");
+    let mut stack = Ext4Stack::default();
+    let child = Command::new("nbdfuse").arg(&fuse_dir).arg(served.uri()).stderr(Stdio::null()).spawn();
+    stack.nbdfuse = Some(child.expect("nbdfuse starts"));
+    stack.fuse_dir = Some(fuse_dir.clone());
+    let file = fuse_dir.join("nbd");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0) != 128 << 20 {
+        if Instant::now() > deadline {
+            eprintln!("skipping ext4 test: nbdfuse did not expose the export (FUSE unusable here)");
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = Command::new("losetup").args(["-f", "--show"]).arg(&file).output().expect("losetup runs");
+    if !out.status.success() {
+        eprintln!("skipping ext4 test: losetup failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+        return;
+    }
+    let dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    stack.loop_dev = Some(dev.clone());
+
+    let trims_before_mkfs = served.metric("duraflash_nbd_requests_total{command=\"trim\"}");
+    run(Command::new("mkfs.ext4").args(["-q", "-F", &dev]));
+    assert!(
+        served.metric("duraflash_nbd_requests_total{command=\"trim\"}") > trims_before_mkfs,
+        "mkfs.ext4's discard reached the drive as TRIM"
+    );
+    run(Command::new("mount").arg(&dev).arg(&mnt));
+    stack.mount = Some(mnt.clone());
+    let files = tree();
+    for (name, data) in &files {
+        let path = mnt.join(name);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, data).expect("write file");
+    }
+    run(&mut Command::new("sync"));
+    let units_full = served.metric("duraflash_mapped_units");
+    let live_full = served.metric("duraflash_live_bytes");
+    // Delete half the small files and the big one.
+    let (gone, kept): (Vec<_>, Vec<_>) =
+        files.iter().enumerate().partition(|(i, (n, _))| i % 2 == 0 || n.starts_with("big"));
+    for (_, (name, _)) in &gone {
+        std::fs::remove_file(mnt.join(name)).expect("delete");
+    }
+    run(&mut Command::new("sync"));
+    let units_deleted = served.metric("duraflash_mapped_units");
+    run(Command::new("fstrim").arg(&mnt));
+    let units_trimmed = served.metric("duraflash_mapped_units");
+    let live_trimmed = served.metric("duraflash_live_bytes");
+    eprintln!(
+        "ext4: mapped units {units_full} after copy, {units_deleted} after delete, {units_trimmed} after fstrim; \
+         live bytes {live_full} -> {live_trimmed}"
+    );
+    let deleted_units = gone.iter().map(|(_, (_, d))| d.len().div_ceil(4096)).sum::<usize>() as f64;
+    assert!(units_deleted >= units_full - 16.0, "deleting alone does not unmap (no discard mount option)");
+    assert!(units_trimmed <= units_deleted - 0.9 * deleted_units, "fstrim unmapped the deleted files' units");
+    assert!(live_trimmed < live_full * 0.5, "physical usage dropped: {live_full} -> {live_trimmed}");
+
+    stack.unmount();
+    run(Command::new("mount").arg(&dev).arg(&mnt));
+    stack.mount = Some(mnt.clone());
+    for (_, (name, data)) in &kept {
+        let back = std::fs::read(mnt.join(name)).expect("read back");
+        assert!(back == *data, "{name} changed across remount");
+    }
+    drop(stack);
+    assert_eq!(served.stop()["invariants"], "ok");
+}
