@@ -256,10 +256,13 @@ impl Server {
             return stream.shutdown(Shutdown::Both);
         }
         stream.set_nodelay(true)?;
-        let id = self.counters.connections.fetch_add(1, Ordering::Relaxed);
-        self.open.fetch_add(1, Ordering::SeqCst);
         let keep = stream.try_clone()?;
         let reader = stream.try_clone()?;
+        // Registered before the thread can finish and deregister itself: a
+        // stale entry would hold the socket open after the session ended.
+        let mut conns = self.connections.lock().map_err(|_| io::Error::other("connection table poisoned"))?;
+        let id = self.counters.connections.fetch_add(1, Ordering::Relaxed);
+        self.open.fetch_add(1, Ordering::SeqCst);
         let server = Arc::clone(self);
         let handle = std::thread::Builder::new().name(format!("nbd-{id}")).spawn(move || {
             // A client that breaks the protocol or vanishes ends only its own connection.
@@ -268,9 +271,15 @@ impl Server {
             if let Ok(mut conns) = server.connections.lock() {
                 conns.remove(&id);
             }
-        })?;
-        if let Ok(mut conns) = self.connections.lock() {
-            conns.insert(id, (keep, handle));
+        });
+        match handle {
+            Ok(handle) => {
+                conns.insert(id, (keep, handle));
+            }
+            Err(e) => {
+                self.open.fetch_sub(1, Ordering::SeqCst);
+                return Err(e);
+            }
         }
         Ok(())
     }
