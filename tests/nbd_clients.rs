@@ -40,12 +40,17 @@ struct Served {
 
 impl Served {
     fn start(capacity: &str) -> Self {
+        Self::start_with(capacity, "0")
+    }
+
+    /// A server printing its summary line every `stats_interval` seconds.
+    fn start_with(capacity: &str, stats_interval: &str) -> Self {
         let (port, metrics_port) = (free_port(), free_port());
         let child = Command::new(env!("CARGO_BIN_EXE_duraflash"))
-            .args(["serve", "--capacity", capacity, "--stats-interval", "0"])
+            .args(["serve", "--capacity", capacity, "--stats-interval", stats_interval])
             .args(["--listen", &format!("127.0.0.1:{port}"), "--metrics", &format!("127.0.0.1:{metrics_port}")])
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("duraflash serve starts");
         let served = Served { child: Some(child), port, metrics_port };
@@ -83,13 +88,19 @@ impl Served {
     }
 
     /// SIGTERM, then the final JSON report.
-    fn stop(mut self) -> serde_json::Value {
+    fn stop(self) -> serde_json::Value {
+        self.stop_with_stderr().0
+    }
+
+    /// SIGTERM, then the final JSON report and what the server printed on stderr.
+    fn stop_with_stderr(mut self) -> (serde_json::Value, String) {
         let child = self.child.take().expect("running");
         let status = Command::new("sh").args(["-c", &format!("kill -TERM {}", child.id())]).status();
         assert!(status.is_ok_and(|s| s.success()), "kill -TERM");
         let out = child.wait_with_output().expect("server exits");
         assert!(out.status.success(), "serve exit status {:?}", out.status);
-        serde_json::from_slice(&out.stdout).expect("final report is JSON")
+        let report = serde_json::from_slice(&out.stdout).expect("final report is JSON");
+        (report, String::from_utf8_lossy(&out.stderr).into_owned())
     }
 }
 
@@ -220,7 +231,7 @@ fn nbdinfo_reports_size_capabilities_and_trimmed_holes() {
     if !have("nbdinfo", "libnbd-bin") || !have("nbdcopy", "libnbd-bin") || !have("qemu-io", "qemu-utils") {
         return;
     }
-    let served = Served::start("64MiB");
+    let served = Served::start_with("64MiB", "0.05");
     let out = run(Command::new("nbdinfo").args(["--json", &served.uri()]));
     let info: serde_json::Value = serde_json::from_slice(&out.stdout).expect("nbdinfo --json");
     let export = &info["exports"][0];
@@ -261,7 +272,13 @@ fn nbdinfo_reports_size_capabilities_and_trimmed_holes() {
         ],
         "data, trimmed hole, data, never-written hole"
     );
-    assert_eq!(served.stop()["invariants"], "ok");
+    std::thread::sleep(Duration::from_millis(100));
+    let (report, stderr) = served.stop_with_stderr();
+    assert_eq!(report["invariants"], "ok");
+    let line = stderr.lines().find(|l| l.starts_with("serve: sim")).unwrap_or_else(|| panic!("no summary: {stderr}"));
+    for field in ["host W", "NAND", "WAF", "compression", "dedup", "free blocks"] {
+        assert!(line.contains(field), "summary line lacks {field}: {line}");
+    }
 }
 
 #[test]
