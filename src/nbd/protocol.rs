@@ -83,8 +83,6 @@ pub const REP_ERR_INVALID: u32 = (1 << 31) + 3;
 pub const REP_ERR_UNKNOWN: u32 = (1 << 31) + 6;
 /// Option error: the server is shutting down.
 pub const REP_ERR_SHUTDOWN: u32 = (1 << 31) + 7;
-/// Option error: the request is too large.
-pub const REP_ERR_TOO_BIG: u32 = (1 << 31) + 9;
 
 /// `NBD_REP_INFO` type: size and transmission flags.
 pub const INFO_EXPORT: u16 = 0;
@@ -108,8 +106,6 @@ pub const CMD_FLAG_FAST_ZERO: u16 = 1 << 4;
 
 /// Structured reply flag: the last chunk of a reply.
 pub const REPLY_FLAG_DONE: u16 = 1 << 0;
-/// Structured reply type: no payload.
-pub const REPLY_TYPE_NONE: u16 = 0;
 /// Structured reply type: data at an offset.
 pub const REPLY_TYPE_OFFSET_DATA: u16 = 1;
 /// Structured reply type: zeros at an offset.
@@ -139,8 +135,6 @@ pub const MAX_OPTION_BYTES: u32 = 64 * 1024;
 pub struct Errno(pub u32);
 
 impl Errno {
-    /// Operation not permitted.
-    pub const EPERM: Errno = Errno(1);
     /// Input/output error.
     pub const EIO: Errno = Errno(5);
     /// Invalid argument.
@@ -254,9 +248,6 @@ pub enum ProtocolError {
     /// protocol has no error reply for it).
     #[error("no export named {0:?}")]
     UnknownExport(String),
-    /// The client ended the negotiation.
-    #[error("client aborted the negotiation")]
-    Aborted,
 }
 
 /// Why an option's payload is invalid (answered with `NBD_REP_ERR_INVALID`).
