@@ -99,14 +99,14 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
         std::thread::sleep(POLL);
         if !interval.is_zero() && last.elapsed() >= interval {
             last = Instant::now();
-            if let Some(s) = server.snapshot() {
+            if let Some(s) = server.snapshot(false) {
                 eprintln!("{}", summary_line(&s));
             }
         }
     }
     eprintln!("duraflash: shutting down");
     server.shutdown();
-    let snapshot = server.snapshot().ok_or_else(|| Failure::Run("the drive failed (internal error)".into()))?;
+    let snapshot = server.snapshot(true).ok_or_else(|| Failure::Run("the drive failed (internal error)".into()))?;
     let invariants = match server.with_drive(|d| d.check_invariants()) {
         Some(Ok(())) => "ok".to_string(),
         Some(Err(e)) => e,

@@ -125,7 +125,7 @@ fn answer(mut stream: TcpStream, server: &Server) -> io::Result<()> {
     let mut parts = line.split(|&b| b == b' ');
     let (method, path) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
     let (status, body) = match (method, path) {
-        (b"GET", b"/metrics") => match server.snapshot() {
+        (b"GET", b"/metrics") => match server.snapshot(false) {
             Some(s) => ("200 OK", prometheus(&s)),
             None => ("500 Internal Server Error", "drive failed\n".to_string()),
         },

@@ -125,11 +125,19 @@ pub struct Snapshot {
     pub stats: Stats,
     /// Requests served.
     pub served: Served,
-    /// Simulated latencies of reads.
+    /// Simulated latencies, when asked for (see [`Server::snapshot`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Latencies>,
+}
+
+/// Simulated command latencies by kind.
+#[derive(Clone, Debug, Serialize)]
+pub struct Latencies {
+    /// Reads.
     pub read: QueueSummary,
-    /// Simulated latencies of writes (including write-zeroes).
+    /// Writes, including write-zeroes.
     pub write: QueueSummary,
-    /// Simulated latencies of TRIMs.
+    /// TRIMs.
     pub trim: QueueSummary,
 }
 
@@ -221,8 +229,10 @@ impl Server {
         self.state.lock().ok().map(|s| f(&s.drive))
     }
 
-    /// The drive's counters and what was served, taken together.
-    pub fn snapshot(&self) -> Option<Snapshot> {
+    /// The drive's counters and what was served, taken together; with
+    /// `latency`, the simulated latency percentiles too (they sort every
+    /// latency recorded so far, so periodic views leave them out).
+    pub fn snapshot(&self, latency: bool) -> Option<Snapshot> {
         let s = self.state.lock().ok()?;
         let c = &self.counters;
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
@@ -243,9 +253,11 @@ impl Server {
                 read_bytes: get(&c.read_bytes),
                 write_bytes: get(&c.write_bytes),
             },
-            read: s.queue.summary_of(CommandKind::Read),
-            write: s.queue.summary_of(CommandKind::Write),
-            trim: s.queue.summary_of(CommandKind::Trim),
+            latency: latency.then(|| Latencies {
+                read: s.queue.summary_of(CommandKind::Read),
+                write: s.queue.summary_of(CommandKind::Write),
+                trim: s.queue.summary_of(CommandKind::Trim),
+            }),
         })
     }
 
