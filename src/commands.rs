@@ -23,7 +23,7 @@ use super::{
 
 /// Every JSON result starts with how it was made.
 #[derive(Serialize)]
-struct Provenance<'a> {
+pub(crate) struct Provenance<'a> {
     command: Vec<String>,
     version: &'static str,
     seed: u64,
@@ -31,7 +31,7 @@ struct Provenance<'a> {
 }
 
 impl<'a> Provenance<'a> {
-    fn new(config: &'a DriveConfig) -> Self {
+    pub(crate) fn new(config: &'a DriveConfig) -> Self {
         Provenance {
             command: std::env::args().collect(),
             version: env!("CARGO_PKG_VERSION"),

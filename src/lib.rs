@@ -34,6 +34,7 @@ pub mod firmware;
 pub mod ftl;
 pub mod host;
 pub mod nand;
+pub mod nbd;
 pub mod pattern;
 pub mod plot;
 pub mod timing;

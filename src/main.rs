@@ -18,6 +18,7 @@ use duraflash::workload::wa::{self, WaReport, WaSpec};
 use duraflash::{ByteSize, Drive};
 
 mod commands;
+mod serve;
 
 #[derive(Parser)]
 #[command(name = "duraflash", version, about = "A SandForce-style SSD controller model: compression, dedup, GC, TRIM")]
@@ -53,6 +54,9 @@ enum Command {
     /// block, compressibility, dedup, TRIM, workload) run in parallel;
     /// CSV, JSON and a plot of WAF against OP.
     Sweep(SweepArgs),
+    /// Serve the drive over NBD (qemu, nbdinfo, nbdcopy, fio, nbdfuse) until
+    /// SIGINT/SIGTERM, then print the final JSON report.
+    Serve(ServeArgs),
 }
 
 #[derive(Args)]
@@ -145,6 +149,30 @@ struct CorpusArgs {
     plot: Option<PathBuf>,
     #[command(flatten)]
     out: Output,
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    #[command(flatten)]
+    drive: DriveArgs,
+    /// Address NBD clients connect to.
+    #[arg(long, default_value = "127.0.0.1:10809")]
+    listen: std::net::SocketAddr,
+    /// Export name (the empty default name selects it too).
+    #[arg(long, default_value = "duraflash")]
+    export: String,
+    /// Also answer Prometheus scrapes: GET http://ADDR/metrics.
+    #[arg(long)]
+    metrics: Option<std::net::SocketAddr>,
+    /// Seconds between one-line summaries on stderr (0: none).
+    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
+    stats_interval: f64,
+    /// Depth of the simulated host queue served commands are issued through.
+    #[arg(long, default_value_t = 32)]
+    qd: u32,
+    /// Write the final JSON report to PATH instead of stdout.
+    #[arg(long)]
+    json: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -489,6 +517,7 @@ fn main() -> ExitCode {
         Command::Torture(args) => commands::torture(args),
         Command::Corpus(args) => commands::corpus(args),
         Command::Sweep(args) => commands::sweep(args),
+        Command::Serve(args) => serve::serve(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -27,7 +27,7 @@ const QUICK: [&str; 14] = [
 
 #[test]
 fn bad_input_exits_2_with_one_line_naming_the_problem() {
-    let cases: [(&[&str], &str); 17] = [
+    let cases: [(&[&str], &str); 21] = [
         (&["wa", "--bogus"], "--bogus"),
         (&["wa", "--capacity", "12XB"], "--capacity"),
         (&["wa", "--capacity", "lots"], "--capacity"),
@@ -45,6 +45,10 @@ fn bad_input_exits_2_with_one_line_naming_the_problem() {
         (&["atto", "--span", "0"], "--span"),
         (&["iometer", "--span", "1k"], "--span"),
         (&["hdtach", "--capacity", "1MiB"], "--zones"),
+        (&["serve", "--listen", "nowhere"], "--listen"),
+        (&["serve", "--metrics", "9100"], "--metrics"),
+        (&["serve", "--stats-interval", "-1"], "--stats-interval"),
+        (&["serve", "--capacity", "1TB"], "capacity"),
     ];
     for (args, needle) in cases {
         let out = duraflash(args);

@@ -1,0 +1,140 @@
+//! Live visibility of a served drive: the one-line summary, the
+//! Prometheus text exposition of the same counters, and a minimal
+//! HTTP/1.0 responder for `GET /metrics`.
+//!
+//! The SMART attributes are the SandForce ones derivable from the
+//! counters: 233 (NAND writes, GiB), 241 (host writes, GiB), 242 (host
+//! reads, GiB), plus the P/E cycle spread.
+
+use std::fmt::Write as _;
+use std::io::{self, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::server::{Server, Snapshot};
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// Longest HTTP request head read before answering.
+const MAX_HTTP_REQUEST: u64 = 8192;
+
+/// One line for stderr: host and NAND GiB, WAF, ratios, free blocks.
+pub fn summary_line(s: &Snapshot) -> String {
+    let st = &s.stats;
+    format!(
+        "serve: sim {:.3} s | host W {:.3} GiB R {:.3} GiB | NAND {:.3} GiB | WAF {:.3} | compression {:.3} | \
+         dedup {:.3} | free blocks {} | mapped units {} | {} requests, {} clients",
+        s.sim_seconds,
+        st.host_write_bytes as f64 / GIB,
+        st.host_read_bytes as f64 / GIB,
+        st.nand_bytes_programmed as f64 / GIB,
+        st.waf,
+        st.compression_ratio,
+        st.dedup_ratio,
+        st.free_blocks,
+        st.mapped_units,
+        s.served.requests(),
+        s.served.open_connections,
+    )
+}
+
+/// The Prometheus text exposition (format 0.0.4) of `s`.
+pub fn prometheus(s: &Snapshot) -> String {
+    let st = &s.stats;
+    let sv = &s.served;
+    let mut out = String::new();
+    let mut metric = |name: &str, kind: &str, help: &str, value: f64| {
+        let _ =
+            writeln!(out, "# HELP duraflash_{name} {help}\n# TYPE duraflash_{name} {kind}\nduraflash_{name} {value}");
+    };
+    metric("sim_seconds", "gauge", "Simulated time of the latest completion.", s.sim_seconds);
+    metric("size_bytes", "gauge", "Export size.", s.size_bytes as f64);
+    metric("host_write_bytes_total", "counter", "Bytes the host wrote.", st.host_write_bytes as f64);
+    metric("host_read_bytes_total", "counter", "Bytes the host read.", st.host_read_bytes as f64);
+    metric("host_write_units_total", "counter", "Units written.", st.host_write_units as f64);
+    metric("host_trim_units_total", "counter", "Units unmapped by TRIM.", st.host_trim_units as f64);
+    metric("dedup_hits_total", "counter", "Unit writes whose content was already stored.", st.dedup_hits as f64);
+    metric("new_chunks_total", "counter", "Unit writes that stored new content.", st.new_chunks as f64);
+    metric("new_raw_bytes_total", "counter", "Raw bytes of new chunks.", st.new_raw_bytes as f64);
+    metric("new_stored_bytes_total", "counter", "Compressed bytes of new chunks.", st.new_stored_bytes as f64);
+    metric("nand_bytes_programmed_total", "counter", "NAND bytes programmed.", st.nand_bytes_programmed as f64);
+    metric("nand_pages_read_total", "counter", "NAND pages read.", st.nand_pages_read as f64);
+    metric("gc_relocated_bytes_total", "counter", "Stored bytes moved by GC.", st.gc_relocated_bytes as f64);
+    metric("gc_victims_total", "counter", "Blocks cleaned by GC.", st.gc_victims as f64);
+    metric("erases_total", "counter", "Block erases.", st.erases as f64);
+    metric("waf", "gauge", "NAND bytes programmed per host byte written.", st.waf);
+    metric("compression_ratio", "gauge", "Stored / raw bytes of new chunks.", st.compression_ratio);
+    metric("dedup_ratio", "gauge", "New chunks / unit writes.", st.dedup_ratio);
+    metric("live_chunks", "gauge", "Chunks stored.", st.live_chunks as f64);
+    metric("mapped_units", "gauge", "Units mapped.", st.mapped_units as f64);
+    metric("live_bytes", "gauge", "Stored bytes of live chunks.", st.live_bytes as f64);
+    metric("free_blocks", "gauge", "Erased blocks ready for writing.", f64::from(st.free_blocks));
+    metric("pe_cycles_min", "gauge", "Fewest P/E cycles of any block.", f64::from(st.pe_min));
+    metric("pe_cycles_avg", "gauge", "Mean P/E cycles.", st.pe_avg);
+    metric("pe_cycles_max", "gauge", "Most P/E cycles of any block.", f64::from(st.pe_max));
+    metric("nbd_connections_total", "counter", "Connections accepted.", sv.connections as f64);
+    metric("nbd_open_connections", "gauge", "Connections open.", sv.open_connections as f64);
+    metric("nbd_errors_total", "counter", "Requests answered with an error.", sv.errors as f64);
+    let _ = writeln!(out, "# HELP duraflash_nbd_requests_total Requests answered, by command.");
+    let _ = writeln!(out, "# TYPE duraflash_nbd_requests_total counter");
+    for (cmd, n) in [
+        ("read", sv.reads),
+        ("write", sv.writes),
+        ("trim", sv.trims),
+        ("write_zeroes", sv.write_zeroes),
+        ("flush", sv.flushes),
+        ("block_status", sv.block_status),
+    ] {
+        let _ = writeln!(out, "duraflash_nbd_requests_total{{command=\"{cmd}\"}} {n}");
+    }
+    let _ = writeln!(out, "# HELP duraflash_smart_raw SandForce SMART attributes (raw values, GiB).");
+    let _ = writeln!(out, "# TYPE duraflash_smart_raw gauge");
+    for (id, name, bytes) in [
+        (233, "nand_writes_gib", st.nand_bytes_programmed),
+        (241, "lifetime_writes_gib", st.host_write_bytes),
+        (242, "lifetime_reads_gib", st.host_read_bytes),
+    ] {
+        let _ = writeln!(out, "duraflash_smart_raw{{id=\"{id}\",name=\"{name}\"}} {}", bytes >> 30);
+    }
+    out
+}
+
+/// Answers HTTP requests on `listener` until the process ends: `GET
+/// /metrics` gets the exposition, anything else 404.
+pub fn serve_metrics(listener: TcpListener, server: Arc<Server>) {
+    for stream in listener.incoming().flatten() {
+        // A misbehaving scraper only loses its own request.
+        let _ = answer(stream, &server);
+    }
+}
+
+fn answer(mut stream: TcpStream, server: &Server) -> io::Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+    let mut head = Vec::new();
+    let mut limited = (&stream).take(MAX_HTTP_REQUEST);
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && !head.windows(2).any(|w| w == b"\n\n") {
+        let n = limited.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
+    let mut parts = line.split(|&b| b == b' ');
+    let (method, path) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
+    let (status, body) = match (method, path) {
+        (b"GET", b"/metrics") => match server.snapshot(false) {
+            Some(s) => ("200 OK", prometheus(&s)),
+            None => ("500 Internal Server Error", "drive failed\n".to_string()),
+        },
+        _ => ("404 Not Found", "try GET /metrics\n".to_string()),
+    };
+    write!(
+        stream,
+        "HTTP/1.0 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    stream.flush()
+}
