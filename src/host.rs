@@ -65,6 +65,15 @@ impl HostQueue {
         self.clock
     }
 
+    /// The host issues nothing before `at` (an open-loop arrival time):
+    /// commands completed by then leave the queue.
+    pub fn advance_to(&mut self, at: SimTime) {
+        self.clock = self.clock.max(at);
+        while self.in_flight.peek().is_some_and(|&Reverse(done)| done <= self.clock) {
+            self.in_flight.pop();
+        }
+    }
+
     /// Records that a command issued at `submitted` completed at `done`.
     pub fn complete(&mut self, submitted: SimTime, done: SimTime) {
         self.in_flight.push(Reverse(done));
@@ -166,5 +175,20 @@ mod tests {
         assert_eq!(q.summary_of(CommandKind::Write).commands, 3);
         assert_eq!(q.summary_of(CommandKind::Read).commands, 0);
         assert_eq!(s.max_ns, 100);
+    }
+
+    #[test]
+    fn advancing_releases_completed_commands() {
+        let mut q = HostQueue::new(2, SimTime::ZERO);
+        for done in [100, 300] {
+            let at = q.submit_time();
+            q.complete(at, SimTime(done));
+        }
+        q.advance_to(SimTime(150));
+        assert_eq!(q.submit_time(), SimTime(150), "one slot freed by the completion at 100");
+        q.complete(SimTime(150), SimTime(400));
+        assert_eq!(q.submit_time(), SimTime(300), "full again: waits for the completion at 300");
+        q.advance_to(SimTime(50));
+        assert_eq!(q.submit_time(), SimTime(300), "time never goes back");
     }
 }

@@ -35,6 +35,7 @@ pub mod nand;
 pub mod pattern;
 pub mod plot;
 pub mod timing;
+pub mod trace;
 pub mod units;
 pub mod workload;
 
