@@ -696,8 +696,10 @@ fn replay_summary(cfg: &DriveConfig, path: &str, format: Format, spec: &ReplaySp
         c.records, c.writes, c.reads, c.trims, c.rejected_beyond_capacity, c.rejected_oversized, c.wrapped, c.skipped_bad_lines, c.empty
     );
     out += &format!(
-        "         {} rounded to whole sectors, {} partial-unit writes (read-modify-write)\n",
-        c.rounded_to_sectors, c.partial_unit_writes
+        "         {} rounded to whole sectors, {} partial-unit writes ({})\n",
+        c.rounded_to_sectors,
+        c.partial_unit_writes,
+        if r.partial_writes_widened { "widened to whole units: metadata-only media" } else { "read-modify-write" }
     );
     out += &format!(
         "written  host {:.2} MiB, NAND {:.2} MiB: WAF {:.3} (GC moved {:.2} MiB, {} erases, {} blocks by idle GC)\n",

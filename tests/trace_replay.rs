@@ -326,3 +326,53 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn metadata_only_drives_widen_partial_writes_to_whole_units() {
+    let text = "1,h,0,Write,0,4096,1\n2,h,0,Write,512,1024,1\n3,h,0,Write,8192,512,1\n";
+    let (memory, _) = run_text(text, &spec());
+    let memory = memory.unwrap();
+    assert!(!memory.partial_writes_widened);
+    assert_eq!((memory.counts.partial_unit_writes, memory.stats.host_write_bytes), (2, 4096 + 1024 + 512));
+    let cfg = DriveConfig::preset("sf2281-240g").unwrap().scaled(DRIVE_BYTES).unwrap();
+    let mut d = Drive::new(DriveConfig { media: duraflash::Media::MetadataOnly, ..cfg }).unwrap();
+    let r = replay(&mut d, reader(text, None), &spec(), &mut |_| {}).unwrap();
+    assert!(r.partial_writes_widened);
+    assert_eq!((r.counts.partial_unit_writes, r.stats.host_write_bytes), (2, 3 * 4096));
+    assert_eq!(r.stats.host_write_units, memory.stats.host_write_units, "the same units written");
+    d.check_invariants().unwrap();
+}
+
+#[test]
+fn hashes_differing_only_in_their_last_bits_are_distinct_content() {
+    let text: String = (0..4u64).map(|i| format!("{i} 100 nfsd {} 8 W 8 0 {:032x}\n", i * 8, i % 2)).collect();
+    let r = run_text(&text, &spec()).0.unwrap();
+    let td = r.trace_dedup.unwrap();
+    assert_eq!((td.written_blocks, td.distinct_hashes), (4, 2));
+    assert_eq!((r.stats.new_chunks, r.stats.dedup_hits), (2, 2));
+}
+
+#[test]
+fn timed_replay_gives_idle_gc_the_gaps_in_the_trace() {
+    // Four passes of 64 KiB writes over 60 MiB back to back (enough to need
+    // GC), then one more write 100 s later.
+    let mut text = String::new();
+    let mut tick = 0u64;
+    for pass in 0..4u64 {
+        for i in 0..960u64 {
+            tick += 1;
+            let offset = ((i * 7 + pass * 3) % 960) * 65536;
+            text += &format!("{tick},h,0,Write,{offset},65536,1\n");
+        }
+    }
+    text += &format!("{},h,0,Write,0,4096,1\n", tick + 1_000_000_000);
+    let data = DataSpec::incompressible();
+    let (fast, _) = run_text(&text, &ReplaySpec { data, ..spec() });
+    let (timed, d) = run_text(&text, &ReplaySpec { data, speed: Speed::Timed, ..spec() });
+    let (fast, timed) = (fast.unwrap(), timed.unwrap());
+    assert!(fast.stats.gc_victims > 0, "the passes need foreground GC: {:?}", fast.stats);
+    assert_eq!(fast.idle_gc_blocks, 0);
+    assert!(timed.idle_gc_blocks > 0, "the 100 s gap is used");
+    assert!(timed.simulated_ns >= 100_000_000_000);
+    d.check_invariants().unwrap();
+}

@@ -4,9 +4,10 @@
 //! whole sectors, zero-length records are ignored, requests beyond the
 //! drive are wrapped or rejected (and counted), writes get generated
 //! content, and commands go through a [`HostQueue`]. Partial-unit writes
-//! reach the drive as they are; the drive read-modify-writes them (which
-//! needs `--media memory` once the unit holds data). It does not parse
-//! (see [`crate::trace`]) or print.
+//! reach the drive as they are and the drive read-modify-writes them; with
+//! metadata-only media there are no old bytes to merge, so they are
+//! widened to whole units instead (the same unit programs, without the
+//! read). It does not parse (see [`crate::trace`]) or print.
 //!
 //! Content: traces carry no bytes. FIU records name their content by MD5;
 //! each distinct MD5 becomes deterministic bytes keyed by the hash and the
@@ -19,6 +20,7 @@ use std::collections::HashSet;
 use serde::Serialize;
 use thiserror::Error;
 
+use crate::config::Media;
 use crate::controller::{Drive, Stats};
 use crate::error::DriveError;
 use crate::host::{CommandKind, HostQueue, QueueSummary};
@@ -39,7 +41,7 @@ pub const MAX_REQUEST_BYTES: u64 = 64 << 20;
 const WAF_POINTS: usize = 256;
 
 /// First sampling step of the WAF curve, in host bytes written.
-const WAF_FIRST_STEP: u64 = 1 << 20;
+const WAF_FIRST_STEP: u64 = 256 << 10;
 
 /// How arrival times are used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -115,7 +117,9 @@ pub struct RecordCounts {
     pub skipped_bad_lines: u64,
     /// Records not on 512-byte boundaries, rounded out to whole sectors.
     pub rounded_to_sectors: u64,
-    /// Writes covering part of a 4 KiB unit (the drive read-modify-writes them).
+    /// Writes covering part of a 4 KiB unit: the drive read-modify-writes
+    /// them, or, with metadata-only media (no old bytes to merge), they are
+    /// widened to whole units of fresh content (see `partial_writes_widened`).
     pub partial_unit_writes: u64,
 }
 
@@ -124,8 +128,8 @@ pub struct RecordCounts {
 pub struct TraceDedup {
     /// Blocks written (one hash each).
     pub written_blocks: u64,
-    /// Distinct hashes among them (by their first 64 bits: with n distinct
-    /// hashes the chance of any collision is about n^2 / 2^65, 3e-4 at 1e8).
+    /// Distinct hashes among them (a set of them is kept: 16 bytes plus
+    /// table overhead per distinct hash, the one cost that grows with the trace).
     pub distinct_hashes: u64,
     /// `distinct_hashes / written_blocks`: 1 = no duplicates (the drive's
     /// `dedup_ratio` has the same sense).
@@ -167,6 +171,8 @@ pub struct ReplayReport {
     pub simulated_ns: u64,
     /// Blocks idle GC cleaned between timed arrivals.
     pub idle_gc_blocks: u64,
+    /// Partial-unit writes were widened to whole units (metadata-only media).
+    pub partial_writes_widened: bool,
     /// Completion latencies.
     pub latency: Latencies,
     /// Dedup the trace's hashes describe (FIU traces only).
@@ -195,6 +201,10 @@ impl WafCurve {
             return;
         }
         let s = drive.stats();
+        if force && self.points.last().is_some_and(|p| s.host_write_bytes - p.host_bytes < self.step / 2) {
+            // A closing sample right after the last one would make a noisy interval.
+            self.points.pop();
+        }
         let point =
             WafPoint { host_bytes: s.host_write_bytes, nand_bytes: s.nand_bytes_programmed, sim_ns: drive.now().0 };
         if self.points.last() != Some(&point) {
@@ -333,13 +343,14 @@ pub fn replay(
     }
     let capacity = drive.capacity_sectors();
     let unit_sectors = u64::from(drive.config().unit_bytes) / SECTOR_BYTES;
+    let widen = drive.config().media == Media::MetadataOnly;
     let mut content = Content::new(drive, spec)?;
     let mut queue = HostQueue::new(spec.qd, drive.now());
     let start = queue.started_at();
     let mut pending = Pending { buf: Vec::new(), reqs: Vec::new() };
     let mut counts = RecordCounts::default();
     let mut curve = WafCurve::new();
-    let mut hashes: HashSet<u64> = HashSet::new();
+    let mut hashes: HashSet<ContentHash> = HashSet::new();
     let mut hashed_blocks = 0u64;
     let (mut t0, mut t_max) = (None, 0u64);
     let mut arrival = start;
@@ -395,15 +406,20 @@ pub fn replay(
         let drive_err = |source| ReplayError::Drive { first: rec.line, last: rec.line, source };
         match rec.op {
             Op::Write => {
-                let bytes = sectors * SECTOR_BYTES;
                 counts.writes += 1;
-                counts.partial_unit_writes +=
-                    u64::from(lba.0 % unit_sectors != 0 || (lba.0 + sectors) % unit_sectors != 0);
+                let partial = lba.0 % unit_sectors != 0 || (lba.0 + sectors) % unit_sectors != 0;
+                counts.partial_unit_writes += u64::from(partial);
+                let (lba, sectors) = if partial && widen {
+                    let first = lba.0 / unit_sectors * unit_sectors;
+                    let end = ((lba.0 + sectors).div_ceil(unit_sectors) * unit_sectors).min(capacity);
+                    (Lba(first), end - first)
+                } else {
+                    (lba, sectors)
+                };
+                let bytes = sectors * SECTOR_BYTES;
                 if let Some(h) = rec.content {
                     hashed_blocks += 1;
-                    let mut prefix = [0u8; 8];
-                    prefix.copy_from_slice(&h.0[..8]);
-                    hashes.insert(u64::from_le_bytes(prefix));
+                    hashes.insert(h);
                 }
                 pending.add(lba, bytes as usize, rec.line, rec.content, &mut content);
                 host_bytes += bytes;
@@ -414,12 +430,14 @@ pub fn replay(
             }
             Op::Read => {
                 pending.flush(drive, &mut queue, content.needed)?;
+                curve.observe(drive, host_bytes, false);
                 counts.reads += 1;
                 queue.set_kind(CommandKind::Read);
                 drive.read_on(lba, sectors, &mut queue, false).map_err(drive_err)?;
             }
             Op::Trim => {
                 pending.flush(drive, &mut queue, content.needed)?;
+                curve.observe(drive, host_bytes, false);
                 counts.trims += 1;
                 queue.set_kind(CommandKind::Trim);
                 drive.trim_on(&[(lba, sectors)], &mut queue).map_err(drive_err)?;
@@ -440,6 +458,7 @@ pub fn replay(
         trace_span_ns: t0.map_or(0, |t| t_max - t),
         simulated_ns: finished.0 - start.0,
         idle_gc_blocks,
+        partial_writes_widened: widen,
         latency: Latencies {
             read: queue.summary_of(CommandKind::Read),
             write: queue.summary_of(CommandKind::Write),
