@@ -300,7 +300,8 @@ proptest! {
     #[test]
     fn random_bytes_never_panic_a_parser(bytes in proptest::collection::vec(any::<u8>(), 0..600), fmt in 0usize..5) {
         let format = [None, Some(Format::Msr), Some(Format::Blkparse), Some(Format::Fiu), Some(Format::Spc)][fmt];
-        for input in [bytes.clone(), gzip(&bytes)] {
+        let fake_gzip = [&[0x1f, 0x8b][..], &bytes].concat();
+        for input in [bytes.clone(), gzip(&bytes), fake_gzip] {
             if let Ok(r) = TraceReader::new(std::io::Cursor::new(input), format, ParseOptions::default()) {
                 for item in r.take(1000) {
                     if let Err(e) = item {

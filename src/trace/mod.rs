@@ -102,8 +102,7 @@ impl FromStr for Format {
 }
 
 /// What a host command does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
     /// Read.
     Read,
@@ -133,11 +132,11 @@ impl FromStr for ContentHash {
 }
 
 /// A byte address or length as the trace gives it (not necessarily sector-aligned).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct TraceBytes(pub u64);
 
 /// A trace timestamp in nanoseconds from the format's own origin.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct TraceTime(pub u64);
 
 /// One request of a trace.
@@ -158,7 +157,7 @@ pub struct TraceRecord {
 }
 
 /// blkparse events kept: the request as dispatched to the device or as completed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum BlkAction {
     /// `D` records (issued to the driver).
     #[default]
@@ -168,7 +167,7 @@ pub enum BlkAction {
 }
 
 /// Bytes one FIU MD5 stands for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FiuBlock {
     /// One MD5 per 512-byte sector (the homes traces).
     B512,

@@ -200,13 +200,15 @@ impl WafCurve {
         if host_bytes < self.next && !force {
             return;
         }
-        let s = drive.stats();
-        if force && self.points.last().is_some_and(|p| s.host_write_bytes - p.host_bytes < self.step / 2) {
+        let point = WafPoint {
+            host_bytes: drive.host_write_bytes(),
+            nand_bytes: drive.nand_bytes_programmed(),
+            sim_ns: drive.now().0,
+        };
+        if force && self.points.last().is_some_and(|p| point.host_bytes - p.host_bytes < self.step / 2) {
             // A closing sample right after the last one would make a noisy interval.
             self.points.pop();
         }
-        let point =
-            WafPoint { host_bytes: s.host_write_bytes, nand_bytes: s.nand_bytes_programmed, sim_ns: drive.now().0 };
         if self.points.last() != Some(&point) {
             self.points.push(point);
         }
