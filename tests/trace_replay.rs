@@ -377,3 +377,31 @@ fn timed_replay_gives_idle_gc_the_gaps_in_the_trace() {
     assert!(timed.simulated_ns >= 100_000_000_000);
     d.check_invariants().unwrap();
 }
+
+#[test]
+fn cli_flags_reach_the_replay() {
+    let json = |args: &[&str]| -> serde_json::Value {
+        let out = duraflash(&[&["replay"], args, &["--capacity", "64MiB", "--quiet", "--json", "-"]].concat());
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let msr = data_dir().join("trace-msr.csv.gz");
+    let msr = msr.to_str().unwrap();
+    assert_eq!(json(&[msr])["counts"]["rejected_beyond_capacity"], MSR_BEYOND);
+    assert_eq!(json(&[msr, "--lba-wrap"])["counts"]["wrapped"], MSR_BEYOND);
+    let timed = json(&[msr, "--speed", "timed", "--qd", "1"]);
+    assert_eq!((timed["speed"].as_str(), timed["queue_depth"].as_u64()), (Some("timed"), Some(1)));
+    assert!(timed["simulated_ns"].as_u64() >= timed["trace_span_ns"].as_u64());
+    let blk = data_dir().join("trace-blkparse.txt");
+    let (c, d) = (json(&[blk.to_str().unwrap(), "--blkparse-action", "C"]), json(&[blk.to_str().unwrap()]));
+    assert_eq!(c["counts"]["records"], d["counts"]["records"]);
+    assert_ne!(c["trace_span_ns"], d["trace_span_ns"], "completion times are not dispatch times");
+    let bad = std::env::temp_dir().join(format!("duraflash-bad-{}.csv", std::process::id()));
+    std::fs::write(&bad, WITH_BAD_LINES).unwrap();
+    let skipped = json(&[bad.to_str().unwrap(), "--skip-bad"]);
+    assert_eq!(
+        (skipped["counts"]["skipped_bad_lines"].as_u64(), skipped["counts"]["records"].as_u64()),
+        (Some(3), Some(3))
+    );
+    std::fs::remove_file(&bad).ok();
+}

@@ -91,16 +91,6 @@ impl fmt::Display for Format {
     }
 }
 
-impl FromStr for Format {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Format::ALL
-            .into_iter()
-            .find(|f| f.to_string() == s)
-            .ok_or_else(|| format!("unknown trace format '{s}' (valid: msr, blkparse, fiu, spc)"))
-    }
-}
-
 /// What a host command does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
