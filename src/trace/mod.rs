@@ -49,6 +49,9 @@ pub enum TraceError {
     /// No line of the first ones looks like any known format.
     #[error("cannot detect the trace format from its first {lines} lines (use --format msr|blkparse|fiu|spc)")]
     Undetected { lines: u64 },
+    /// Nothing to detect a format from.
+    #[error("the trace is empty")]
+    Empty,
 }
 
 /// A trace file format.
@@ -312,6 +315,9 @@ impl TraceReader {
                 None => {}
             }
         }
+        if self.line == 0 {
+            return Err(TraceError::Empty);
+        }
         Err(TraceError::Undetected { lines: self.line })
     }
 
@@ -457,6 +463,8 @@ mod tests {
         }
         let err = TraceReader::new(io::Cursor::new(b"hello\nworld\n".to_vec()), None, ParseOptions::default());
         assert!(matches!(err, Err(TraceError::Undetected { lines: 2 })));
+        let err = TraceReader::new(io::Cursor::new(Vec::new()), None, ParseOptions::default());
+        assert!(matches!(err, Err(TraceError::Empty)));
     }
 
     #[test]
