@@ -23,7 +23,7 @@ use thiserror::Error;
 use crate::config::Media;
 use crate::controller::{Drive, Stats};
 use crate::error::DriveError;
-use crate::host::{CommandKind, HostQueue, QueueSummary};
+use crate::host::{CommandKind, HostQueue, LatencyHistogram, QueueSummary};
 use crate::pattern::{unit_seed, DataSpec, PatternGen};
 use crate::trace::{ContentHash, Op, TraceError, TraceRecord};
 use crate::units::{Lba, SimTime, SECTOR_BYTES};
@@ -147,7 +147,20 @@ pub struct WafPoint {
     pub sim_ns: u64,
 }
 
-/// Latencies per command kind.
+/// Command kinds, in the order latencies are kept.
+const KINDS: [CommandKind; 3] = [CommandKind::Read, CommandKind::Write, CommandKind::Trim];
+
+/// Moves the queue's recorded latencies into the histograms (bounded memory).
+fn fold_latencies(queue: &mut HostQueue, hist: &mut [LatencyHistogram; 3]) {
+    for (kind, h) in KINDS.into_iter().zip(hist.iter_mut()) {
+        for ns in queue.take_latencies(kind) {
+            h.record(ns);
+        }
+    }
+}
+
+/// Latencies per command kind (percentiles to within 0.4%, see
+/// [`LatencyHistogram`]).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Latencies {
     /// Reads.
@@ -358,6 +371,7 @@ pub fn replay(
     let mut arrival = start;
     let mut host_bytes = 0u64;
     let mut idle_gc_blocks = 0u64;
+    let mut hist: [LatencyHistogram; 3] = Default::default();
     for item in records {
         let rec = match item {
             Ok(rec) => rec,
@@ -369,6 +383,7 @@ pub fn replay(
         };
         counts.records += 1;
         if counts.records % 4096 == 0 {
+            fold_latencies(&mut queue, &mut hist);
             progress(counts.records);
         }
         let t = rec.time.0;
@@ -449,7 +464,13 @@ pub fn replay(
     pending.flush(drive, &mut queue, content.needed)?;
     curve.observe(drive, host_bytes, true);
     progress(counts.records);
+    fold_latencies(&mut queue, &mut hist);
     let finished: SimTime = queue.finished_at();
+    let elapsed = finished.0 - start.0;
+    let mut all = LatencyHistogram::default();
+    for h in &hist {
+        all.merge(h);
+    }
     let trace_dedup = (hashed_blocks > 0).then(|| TraceDedup {
         written_blocks: hashed_blocks,
         distinct_hashes: hashes.len() as u64,
@@ -458,14 +479,14 @@ pub fn replay(
     Ok(ReplayReport {
         counts,
         trace_span_ns: t0.map_or(0, |t| t_max - t),
-        simulated_ns: finished.0 - start.0,
+        simulated_ns: elapsed,
         idle_gc_blocks,
         partial_writes_widened: widen,
         latency: Latencies {
-            read: queue.summary_of(CommandKind::Read),
-            write: queue.summary_of(CommandKind::Write),
-            trim: queue.summary_of(CommandKind::Trim),
-            all: queue.summary(),
+            read: hist[0].summary(elapsed),
+            write: hist[1].summary(elapsed),
+            trim: hist[2].summary(elapsed),
+            all: all.summary(elapsed),
         },
         trace_dedup,
         waf_curve: curve.points,
