@@ -1,5 +1,5 @@
 //! The benchmark subcommands of the binary (`hdtach`, `atto`, `iometer`,
-//! `run`, `torture`, `corpus`, `sweep`): build the drive, run the workload with a progress bar, print a
+//! `run`, `torture`, `corpus`, `sweep`, `replay`): build the drive, run the workload with a progress bar, print a
 //! summary, write JSON and plots.
 
 use std::path::Path;
@@ -14,11 +14,14 @@ use duraflash::workload::job::{fill_spec, run_job, JobResult, JobSpec, Limit};
 use duraflash::workload::review::{self, AttoPoint, HdTach, IometerPoint};
 use duraflash::Drive;
 
+use duraflash::pattern::DataSpec;
+use duraflash::trace::replay::{ReplayReport, ReplaySpec, Speed};
+use duraflash::trace::{self, BlkAction, Format, ParseOptions, TraceReader};
 use duraflash::workload::torture::{self, Duration, TortureData, TortureReport, TortureSpec};
 
 use super::{
-    emit, progress_bar, setup_threads, AttoArgs, CorpusArgs, Failure, HdtachArgs, IometerArgs, Output, RunArgs,
-    SweepArgs, TortureArgs, TortureDataArg,
+    emit, progress_bar, setup_threads, AttoArgs, BlkActionArg, CorpusArgs, Failure, HdtachArgs, IometerArgs, Output,
+    ReplayArgs, RunArgs, SpeedArg, SweepArgs, TortureArgs, TortureDataArg, TraceFormatArg,
 };
 
 /// Every JSON result starts with how it was made.
@@ -972,4 +975,197 @@ fn finish_sweep(args: &SweepArgs, out: SweepOutput) -> Result<(), Failure> {
         );
     }
     emit(&args.out, &summary, &out)
+}
+
+/// Counts the bytes read from the trace file (compressed bytes for gzip),
+/// for the progress bar.
+struct CountingReader<R> {
+    inner: R,
+    read: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl<R: std::io::Read> std::io::Read for CountingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+#[derive(Serialize)]
+struct ReplayOutput<'a> {
+    #[serde(flatten)]
+    provenance: Provenance<'a>,
+    trace: String,
+    format: Format,
+    speed: Speed,
+    queue_depth: u32,
+    lba_wrap: bool,
+    compress_pct: u8,
+    #[serde(flatten)]
+    report: &'a ReplayReport,
+}
+
+pub(super) fn replay(args: ReplayArgs) -> Result<(), Failure> {
+    setup_threads(&args.out)?;
+    if args.qd == 0 {
+        return Err(Failure::Usage("--qd: must be at least 1".into()));
+    }
+    let mut drive = build(&args.drive)?;
+    let options = ParseOptions {
+        blkparse_action: match args.blkparse_action {
+            BlkActionArg::D => BlkAction::D,
+            BlkActionArg::C => BlkAction::C,
+        },
+        fiu_block: args.fiu_block,
+    };
+    let format = args.format.map(|f| match f {
+        TraceFormatArg::Msr => Format::Msr,
+        TraceFormatArg::Blkparse => Format::Blkparse,
+        TraceFormatArg::Fiu => Format::Fiu,
+        TraceFormatArg::Spc => Format::Spc,
+    });
+    let path = args.trace.display().to_string();
+    let file = std::fs::File::open(&args.trace).map_err(|e| Failure::Usage(format!("{path}: {e}")))?;
+    let total = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let read = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let reader = TraceReader::new(CountingReader { inner: file, read: read.clone() }, format, options)
+        .map_err(|e| Failure::Usage(format!("{path}: {e}")))?;
+    let format = reader.format();
+    let data = DataSpec::compressible(args.compress_pct).map_err(|e| Failure::Usage(e.to_string()))?;
+    let speed = match args.speed {
+        SpeedArg::AsFastAsPossible => Speed::AsFastAsPossible,
+        SpeedArg::Timed => Speed::Timed,
+    };
+    let spec = ReplaySpec {
+        speed,
+        qd: args.qd,
+        lba_wrap: args.lba_wrap,
+        skip_bad: args.skip_bad,
+        data,
+        seed: drive.config().seed,
+    };
+    let report = with_progress(&args.out, "replay", |p| {
+        let mut tick = |_records: u64| p(read.load(std::sync::atomic::Ordering::Relaxed) as f64 / total.max(1) as f64);
+        trace::replay::replay(&mut drive, reader, &spec, &mut tick)
+    })
+    .map_err(|e| Failure::Run(format!("{path}: {e}")))?;
+    let cfg = drive.config().clone();
+    if let Some(dir) = &args.plot {
+        std::fs::create_dir_all(dir).map_err(|e| Failure::Run(format!("--plot {}: {e}", dir.display())))?;
+        write_plot(&Some(dir.join("waf.svg")), &waf_chart(&cfg, &path, &report))?;
+    }
+    let summary = replay_summary(&cfg, &path, format, &spec, &report);
+    emit(
+        &args.out,
+        &summary,
+        &ReplayOutput {
+            provenance: Provenance::new(&cfg),
+            trace: path.clone(),
+            format,
+            speed,
+            queue_depth: args.qd,
+            lba_wrap: args.lba_wrap,
+            compress_pct: args.compress_pct,
+            report: &report,
+        },
+    )
+}
+
+/// Cumulative WAF and WAF between samples against host data written.
+fn waf_chart(cfg: &DriveConfig, path: &str, r: &ReplayReport) -> LineChart {
+    let max = r.waf_curve.last().map_or(0, |p| p.host_bytes);
+    let (scale, unit) = if max >= 1 << 30 { ((1u64 << 30) as f64, "GiB") } else { ((1u64 << 20) as f64, "MiB") };
+    let ratio = |nand: u64, host: u64| if host == 0 { f64::NAN } else { nand as f64 / host as f64 };
+    let cumulative = r.waf_curve.iter().map(|p| (p.host_bytes as f64 / scale, ratio(p.nand_bytes, p.host_bytes)));
+    let interval = r.waf_curve.windows(2).map(|w| {
+        (w[1].host_bytes as f64 / scale, ratio(w[1].nand_bytes - w[0].nand_bytes, w[1].host_bytes - w[0].host_bytes))
+    });
+    let name = Path::new(path).file_name().map_or(path.into(), |n| n.to_string_lossy());
+    LineChart {
+        title: format!("WAF replaying {name} on {} at {}", cfg.name, duraflash::ByteSize(cfg.logical_bytes)),
+        x_label: format!("host data written ({unit})"),
+        y_label: "WAF (NAND bytes / host bytes)".into(),
+        series: vec![
+            Series { name: "cumulative".into(), points: cumulative.collect() },
+            Series { name: "between samples".into(), points: interval.collect() },
+        ],
+        y_from_zero: true,
+        ..Default::default()
+    }
+}
+
+fn replay_summary(cfg: &DriveConfig, path: &str, format: Format, spec: &ReplaySpec, r: &ReplayReport) -> String {
+    let c = &r.counts;
+    let s = &r.stats;
+    let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+    let speed = match spec.speed {
+        Speed::AsFastAsPossible => "as fast as possible",
+        Speed::Timed => "timed",
+    };
+    let mut out = format!(
+        "replay {path} ({format}) on {} at {}: {speed}, QD {}\n",
+        cfg.name,
+        duraflash::ByteSize(cfg.logical_bytes),
+        spec.qd
+    );
+    out += &format!(
+        "records  {}: {} writes, {} reads, {} trims; rejected {} beyond capacity, {} oversized; {} wrapped, {} bad lines skipped, {} empty\n",
+        c.records, c.writes, c.reads, c.trims, c.rejected_beyond_capacity, c.rejected_oversized, c.wrapped, c.skipped_bad_lines, c.empty
+    );
+    out += &format!(
+        "         {} rounded to whole sectors, {} partial-unit writes ({})\n",
+        c.rounded_to_sectors,
+        c.partial_unit_writes,
+        if r.partial_writes_widened { "widened to whole units: metadata-only media" } else { "read-modify-write" }
+    );
+    out += &format!(
+        "written  host {:.2} MiB, NAND {:.2} MiB: WAF {:.3} (GC moved {:.2} MiB, {} erases, {} blocks by idle GC)\n",
+        mib(s.host_write_bytes),
+        mib(s.nand_bytes_programmed),
+        s.waf,
+        mib(s.gc_relocated_bytes),
+        s.erases,
+        r.idle_gc_blocks
+    );
+    let trace_dedup = match &r.trace_dedup {
+        Some(d) => format!("trace {:.3} ({} distinct of {} blocks), ", d.ratio, d.distinct_hashes, d.written_blocks),
+        None => "trace n/a (no content hashes), ".into(),
+    };
+    out += &format!(
+        "dedup    {trace_dedup}drive {:.3} ({} new chunks of {} unit writes); compression {:.3}\n",
+        s.dedup_ratio, s.new_chunks, s.host_write_units, s.compression_ratio
+    );
+    out += &format!(
+        "latency  {:>9} {:>10} {:>10} {:>10} {:>10} {:>10}\n",
+        "commands", "mean us", "p50 us", "p99 us", "p99.9 us", "max us"
+    );
+    let us = |ns: u64| ns as f64 / 1e3;
+    for (name, l) in [("read", &r.latency.read), ("write", &r.latency.write), ("trim", &r.latency.trim)] {
+        out += &format!(
+            "  {name:<6} {:>9} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1}\n",
+            l.commands,
+            l.mean_latency_ns / 1e3,
+            us(l.p50_ns),
+            us(l.p99_ns),
+            us(l.p999_ns),
+            us(l.max_ns)
+        );
+    }
+    out += &format!(
+        "time     {:.3} s simulated for {:.3} s of trace\n",
+        r.simulated_ns as f64 / 1e9,
+        r.trace_span_ns as f64 / 1e9
+    );
+    out += &format!(
+        "SMART    233 NAND writes {:.2} MiB, 241 host writes {:.2} MiB, 242 host reads {:.2} MiB, P/E min/avg/max {}/{:.2}/{} of {}\n",
+        mib(s.nand_bytes_programmed),
+        mib(s.host_write_bytes),
+        mib(s.host_read_bytes),
+        s.pe_min,
+        s.pe_avg,
+        s.pe_max,
+        cfg.geometry.pe_cycles
+    );
+    out
 }

@@ -408,12 +408,19 @@ impl Drive {
         let physical = self.config.geometry.physical_bytes() as f64;
         let rated = f64::from(self.config.geometry.pe_cycles) * physical * at.secs() / curve.lifetime_secs;
         let allowance = curve.burst_pe * physical + rated;
-        let written = self.stats_nand_bytes() as f64;
+        let written = self.nand_bytes_programmed() as f64;
         (written > allowance).then_some(curve.throttled_bytes_per_sec)
     }
 
-    fn stats_nand_bytes(&self) -> u64 {
+    /// NAND bytes programmed so far (SMART 233): what [`Drive::stats`]
+    /// reports, without its scans of the map and blocks.
+    pub fn nand_bytes_programmed(&self) -> u64 {
         self.nand.counters().pages_programmed * u64::from(self.config.geometry.page_bytes)
+    }
+
+    /// Host bytes written so far (SMART 241), as in [`Drive::stats`].
+    pub fn host_write_bytes(&self) -> u64 {
+        self.counters.host_write_bytes
     }
 
     /// Schedules journaled NAND work (secure erase, idle GC) from `at`,

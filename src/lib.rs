@@ -38,6 +38,7 @@ pub mod nbd;
 pub mod pattern;
 pub mod plot;
 pub mod timing;
+pub mod trace;
 pub mod units;
 pub mod workload;
 

@@ -57,6 +57,9 @@ enum Command {
     /// Serve the drive over NBD (qemu, nbdinfo, nbdcopy, fio, nbdfuse) until
     /// SIGINT/SIGTERM, then print the final JSON report.
     Serve(ServeArgs),
+    /// Replay a block trace (MSR Cambridge, blkparse, FIU dedup, SPC;
+    /// plain or gzip) on the drive and report WAF, dedup and latencies.
+    Replay(ReplayArgs),
 }
 
 #[derive(Args)]
@@ -173,6 +176,73 @@ struct ServeArgs {
     /// Write the final JSON report to PATH instead of stdout.
     #[arg(long)]
     json: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct ReplayArgs {
+    /// The trace file (gzip is read directly).
+    trace: PathBuf,
+    /// Trace format (default: detected from the first records).
+    #[arg(long, value_enum)]
+    format: Option<TraceFormatArg>,
+    /// blkparse events replayed: D (dispatched) or C (completed).
+    #[arg(long, value_enum, ignore_case = true, default_value = "D")]
+    blkparse_action: BlkActionArg,
+    /// Bytes one FIU MD5 covers: 4096 (mail, web-vm) or 512 (homes); default: from the first record.
+    #[arg(long, value_parser = parse_fiu_block)]
+    fiu_block: Option<duraflash::trace::FiuBlock>,
+    /// as-fast-as-possible keeps --qd commands outstanding; timed issues them at their trace times.
+    #[arg(long, value_enum, default_value = "as-fast-as-possible")]
+    speed: SpeedArg,
+    /// Commands outstanding at most.
+    #[arg(long, default_value_t = 32)]
+    qd: u32,
+    /// Wrap requests beyond the drive's end onto it (default: reject and count them).
+    #[arg(long)]
+    lba_wrap: bool,
+    /// Compressibility of the generated content: share of each 512-byte segment that is zeros (fio's meaning).
+    #[arg(long, value_parser = parse_pct, default_value = "0")]
+    compress_pct: u8,
+    /// Skip malformed lines and count them (default: stop at the first with its line number).
+    #[arg(long)]
+    skip_bad: bool,
+    /// Write the WAF-over-time chart (waf.svg) into this directory.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    #[command(flatten)]
+    drive: DriveArgs,
+    #[command(flatten)]
+    out: Output,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum TraceFormatArg {
+    Msr,
+    Blkparse,
+    Fiu,
+    Spc,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BlkActionArg {
+    #[value(name = "D")]
+    D,
+    #[value(name = "C")]
+    C,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+#[value(rename_all = "kebab-case")]
+enum SpeedArg {
+    AsFastAsPossible,
+    Timed,
+}
+
+fn parse_fiu_block(s: &str) -> Result<duraflash::trace::FiuBlock, String> {
+    s.parse::<u64>()
+        .ok()
+        .and_then(duraflash::trace::FiuBlock::from_bytes)
+        .ok_or_else(|| format!("'{s}' is not 512 or 4096"))
 }
 
 #[derive(Args)]
@@ -518,6 +588,7 @@ fn main() -> ExitCode {
         Command::Corpus(args) => commands::corpus(args),
         Command::Sweep(args) => commands::sweep(args),
         Command::Serve(args) => serve::serve(args),
+        Command::Replay(args) => commands::replay(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -203,6 +203,15 @@ impl DataSpec {
         self.dedupe_mode.validate()
     }
 
+    /// Fills `out` with the content named by `key`, unit by unit, laid out
+    /// per the spec's compressibility (dedupe settings do not apply): equal
+    /// keys give equal bytes. For traces that name content by a hash.
+    pub fn fill_keyed(&self, key: &[u8; 32], out: &mut [u8]) {
+        for (i, unit) in out.chunks_mut(self.unit).enumerate() {
+            self.write_unit(key, i as u64, unit);
+        }
+    }
+
     /// Writes the content identified by `id` into `out` (one unit).
     fn write_unit(&self, key: &[u8; 32], id: u64, out: &mut [u8]) {
         let pct = usize::from(self.compress_pct);
