@@ -1,12 +1,16 @@
 //! The write pipeline against raw lz4_flex + blake3 on the same bytes.
 //!
-//! One group per data kind; inside it `raw` is compress + hash of each
+//! One group per data kind (two generated ones and every committed corpus
+//! in `corpora/`; a corpus batch is its units tiled, each copy under a
+//! fresh byte permutation so nothing deduplicates across batches); inside it `raw` is compress + hash of each
 //! 4 KiB unit on one thread, and `drive/...` is `Drive::write_batch` of the
 //! same units (sequential, wrapping, so GC erases emptied blocks without
 //! relocating anything: this measures the pipeline, not GC). The ratio of
 //! their throughputs is the overhead of everything else in the write path.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use duraflash::content::Content;
+use duraflash::corpus::{self, Corpus};
 use duraflash::pattern::{DataSpec, PatternGen};
 use duraflash::{Drive, DriveConfig, Lba, Media};
 
@@ -14,9 +18,9 @@ const UNIT: usize = 4096;
 const BATCH_UNITS: usize = 1024;
 const CAPACITY: u64 = 1 << 30;
 
-fn units(gen: &mut PatternGen) -> Vec<u8> {
+fn units(gen: &mut dyn Content) -> Vec<u8> {
     let mut buf = vec![0u8; UNIT * BATCH_UNITS];
-    gen.fill(&mut buf);
+    gen.fill(Lba(0), &mut buf);
     buf
 }
 
@@ -44,14 +48,25 @@ fn bench(c: &mut Criterion) {
         (1, rayon::ThreadPoolBuilder::new().num_threads(1).use_current_thread().build().unwrap()),
         (2, rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap()),
     ];
-    let kinds = [("incompressible", DataSpec::incompressible()), ("compress50", DataSpec::compressible(50).unwrap())];
-    for (name, spec) in kinds {
+    let dir = corpus::default_dir();
+    let files: Vec<Corpus> = corpus::manifest(&dir)
+        .expect("corpora/manifest.toml")
+        .iter()
+        .map(|e| Corpus::load(&e.name, &dir).expect("committed corpus"))
+        .collect();
+    let mut kinds: Vec<(String, Box<dyn Content + '_>)> = vec![
+        ("incompressible".into(), Box::new(PatternGen::new(DataSpec::incompressible(), 1).unwrap())),
+        ("compress50".into(), Box::new(PatternGen::new(DataSpec::compressible(50).unwrap(), 1).unwrap())),
+    ];
+    for c in &files {
+        kinds.push((format!("corpus-{}", c.name), c.content(UNIT, 0, 1)));
+    }
+    for (name, mut gen) in kinds {
         let mut group = c.benchmark_group(format!("write_pipeline/{name}"));
         group.throughput(Throughput::Bytes((UNIT * BATCH_UNITS) as u64));
         group.sample_size(30);
-        let mut gen = PatternGen::new(spec, 1).unwrap();
         group.bench_function("raw_lz4_blake3", |b| {
-            b.iter_batched(|| units(&mut gen), |buf| raw(&buf), BatchSize::LargeInput)
+            b.iter_batched(|| units(gen.as_mut()), |buf| raw(&buf), BatchSize::LargeInput)
         });
         for (threads, pool) in &pools {
             for (media_name, media) in [("metadata-only", Media::MetadataOnly), ("memory", Media::Memory)] {
@@ -60,7 +75,7 @@ fn bench(c: &mut Criterion) {
                 let mut next = 0u64;
                 group.bench_function(format!("drive_{threads}t_{media_name}"), |b| {
                     b.iter_batched(
-                        || units(&mut gen),
+                        || units(gen.as_mut()),
                         |buf| {
                             let reqs: Vec<(Lba, &[u8])> = buf
                                 .chunks(UNIT)

@@ -20,6 +20,52 @@
 //! drive.check_invariants().map_err(|e| e.to_string())?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! A write-amplification study: a drive from a preset (or
+//! [`DriveConfig::from_toml`]), a workload run on it
+//! ([`workload::job::run_job`], or [`workload::wa::run`] for the whole
+//! fill-precondition-measure study), stats read at any point, and a state
+//! cloned so two futures can be compared. `examples/wa_sweep.rs` sweeps OP
+//! this way; `duraflash sweep` runs whole grids.
+//!
+//! ```
+//! use duraflash::fio::{Distribution, Rw};
+//! use duraflash::pattern::DataSpec;
+//! use duraflash::workload::job::{fill_spec, run_job, JobSpec, Limit};
+//! use duraflash::{Drive, DriveConfig, Media};
+//!
+//! let mut config = DriveConfig::preset("sf2281-240g")?.scaled(64 << 20)?.with_op(0.28)?;
+//! config.media = Media::MetadataOnly; // keep mappings and sizes, not bytes
+//! let capacity = config.logical_bytes;
+//! let mut drive = Drive::new(config)?;
+//! let data = DataSpec::compressible(50)?; // fio's buffer_compress_percentage=50
+//! run_job(&mut drive, &fill_spec(capacity, 128 << 10, 32, data, 1), &mut |_| {})?;
+//! let filled = drive.stats();
+//!
+//! let random = JobSpec {
+//!     name: "4k-randwrite".into(),
+//!     rw: Rw::RandWrite,
+//!     bs: 4096,
+//!     iodepth: 32,
+//!     offset: 0,
+//!     length: capacity,
+//!     limit: Limit::Bytes(2 * capacity),
+//!     rwmixread: 0,
+//!     distribution: Distribution::Random,
+//!     data,
+//!     seed: 2,
+//! };
+//! let before = drive.clone(); // the filled state, kept for later
+//! let r = run_job(&mut drive, &random, &mut |_| {})?;
+//! let after = drive.stats();
+//! let waf = (after.nand_bytes_programmed - filled.nand_bytes_programmed) as f64
+//!     / (after.host_write_bytes - filled.host_write_bytes) as f64;
+//! assert!(waf < 1.0, "half-size chunks: less NAND than host bytes ({waf})");
+//! assert!(r.write.iops > 0.0);
+//! assert_eq!(before.stats(), filled, "the clone kept the filled state");
+//! drive.check_invariants()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![forbid(unsafe_code)]
 
 pub mod analytic;
