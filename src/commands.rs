@@ -651,7 +651,7 @@ pub(crate) fn corpus(args: CorpusArgs) -> Result<(), Failure> {
         spec.measure
     );
     summary += &format!(
-        "{:<10} {:>9} {:>6} {:>6} {:>8} {:>6} {:>6} {:>6} {:>8} {:>8} {:>9} {:>8} {:>5}\n",
+        "{:<10} {:>9} {:>6} {:>6} {:>8} {:>6} {:>6} {:>6} {:>8} {:>8} {:>9} {:>8} {:>5} {:>9}\n",
         "corpus",
         "bytes",
         "lz4",
@@ -664,12 +664,13 @@ pub(crate) fn corpus(args: CorpusArgs) -> Result<(), Failure> {
         "4K MB/s",
         "pipe MB/s",
         "raw MB/s",
-        "ratio"
+        "ratio",
+        "cpu ratio"
     );
     for r in &reports {
         let model = r.model_waf.map_or("-".to_string(), |m| format!("{m:.3}"));
         summary += &format!(
-            "{:<10} {:>9} {:>6.3} {:>6.3} {:>8.3} {:>6.3} {:>6.3} {:>6} {:>8.1} {:>8.1} {:>9.0} {:>8.0} {:>5.2}\n",
+            "{:<10} {:>9} {:>6.3} {:>6.3} {:>8.3} {:>6.3} {:>6.3} {:>6} {:>8.1} {:>8.1} {:>9.0} {:>8.0} {:>5.2} {:>9.2}\n",
             r.name,
             r.bytes,
             r.lz4_block_ratio,
@@ -682,7 +683,8 @@ pub(crate) fn corpus(args: CorpusArgs) -> Result<(), Failure> {
             r.rand_write_mbps,
             r.pipeline_mbps,
             r.raw_mbps,
-            r.pipeline_ratio
+            r.pipeline_ratio,
+            r.pipeline_cpu_mbps / r.raw_cpu_mbps
         );
     }
     let output = CorpusOutput { provenance: Provenance::new(&cfg), spec: &spec, corpora: &reports };
