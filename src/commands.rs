@@ -21,7 +21,7 @@ use duraflash::workload::torture::{self, Duration, TortureData, TortureReport, T
 
 use super::{
     emit, progress_bar, setup_threads, AttoArgs, BlkActionArg, CorpusArgs, Failure, HdtachArgs, IometerArgs, Output,
-    ReplayArgs, RunArgs, SpeedArg, SweepArgs, TortureArgs, TortureDataArg, TraceFormatArg,
+    ReplayArgs, ReproduceArgs, RunArgs, SpeedArg, SweepArgs, TortureArgs, TortureDataArg, TraceFormatArg,
 };
 
 /// Every JSON result starts with how it was made.
@@ -525,31 +525,8 @@ pub(super) fn torture(args: TortureArgs) -> Result<(), Failure> {
 
 fn torture_plots(dir: &Path, cfg: &DriveConfig, r: &TortureReport) -> Result<(), Failure> {
     std::fs::create_dir_all(dir).map_err(|e| Failure::Run(format!("--plot {}: {e}", dir.display())))?;
-    let gb = |o: u64| o as f64 / 1e9;
-    let states = [
-        ("clean", &r.clean),
-        ("tortured", &r.tortured),
-        ("after TRIM", &r.after_trim),
-        ("after 2nd TRIM", &r.after_second_trim),
-    ];
-    for (dir_name, pick) in [("read", true), ("write", false)] {
-        let series = states
-            .iter()
-            .map(|(name, s)| {
-                let sweep = if pick { &s.hdtach.read } else { &s.hdtach.write };
-                Series { name: (*name).into(), points: sweep.zones.iter().map(|z| (gb(z.offset), z.mbps)).collect() }
-            })
-            .collect();
-        let chart = LineChart {
-            title: format!("HD Tach {dir_name}: {} firmware {}, {:?} data", cfg.name, r.firmware, r.data),
-            x_label: "position (GB)".into(),
-            y_label: "MB/s".into(),
-            series,
-            y_from_zero: true,
-            ..Default::default()
-        };
-        let path = dir.join(format!("hdtach-{dir_name}-{}-{:?}.svg", r.firmware, r.data).to_lowercase());
-        write_plot(&Some(path), &chart)?;
+    for (file, chart) in torture::hdtach_charts(&cfg.name, r) {
+        write_plot(&Some(dir.join(file)), &chart)?;
     }
     Ok(())
 }
@@ -1170,4 +1147,36 @@ fn replay_summary(cfg: &DriveConfig, path: &str, format: Format, spec: &ReplaySp
         cfg.geometry.pe_cycles
     );
     out
+}
+
+/// `duraflash reproduce`.
+pub(crate) fn reproduce(args: ReproduceArgs) -> Result<(), Failure> {
+    use duraflash::report;
+    if let Some(bad) = args.only.iter().find(|n| !report::PARTS.contains(&n.as_str())) {
+        return Err(Failure::Usage(format!("--only: unknown part '{bad}' (valid: {})", report::PARTS.join(", "))));
+    }
+    std::fs::create_dir_all(&args.out).map_err(|e| Failure::Usage(format!("--out {}: {e}", args.out.display())))?;
+    let bar = progress_bar(args.quiet);
+    let mut progress = |part: &str, f: f64| {
+        if let Some(b) = &bar {
+            b.set_prefix(part.to_string());
+            b.set_position((f.clamp(0.0, 1.0) * 1000.0) as u64);
+        }
+    };
+    let r = report::reproduce(&args.out, args.scale, &args.only, args.seed, &mut progress).map_err(Failure::Run)?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    report::write(&args.out, &r).map_err(|e| Failure::Run(format!("--out {}: {e}", args.out.display())))?;
+    for p in &r.parts {
+        let state = p.error.as_deref().map_or("ok".to_string(), |e| format!("FAILED: {e}"));
+        println!("{:<8} {:>7.1} s  {} rows, {} plots  {state}", p.name, p.wall_secs, p.rows.len(), p.plots.len());
+    }
+    println!("report: {}", args.out.join("index.html").display());
+    let failed: Vec<&str> = r.parts.iter().filter(|p| p.error.is_some()).map(|p| p.name.as_str()).collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::Run(format!("parts failed: {} (see the report)", failed.join(", "))))
+    }
 }

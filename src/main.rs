@@ -54,12 +54,35 @@ enum Command {
     /// block, compressibility, dedup, TRIM, workload) run in parallel;
     /// CSV, JSON and a plot of WAF against OP.
     Sweep(SweepArgs),
+    /// Every reproduced figure in one run: the WA model check, corpora, the
+    /// SandForce torture protocol and ATTO, written as DIR/index.html,
+    /// DIR/report.md and DIR/results.json.
+    Reproduce(ReproduceArgs),
     /// Serve the drive over NBD (qemu, nbdinfo, nbdcopy, fio, nbdfuse) until
     /// SIGINT/SIGTERM, then print the final JSON report.
     Serve(ServeArgs),
     /// Replay a block trace (MSR Cambridge, blkparse, FIU dedup, SPC;
     /// plain or gzip) on the drive and report WAF, dedup and latencies.
     Replay(ReplayArgs),
+}
+
+#[derive(Args)]
+struct ReproduceArgs {
+    /// Directory the report is written to.
+    #[arg(long, default_value = "report")]
+    out: PathBuf,
+    /// quick (scale models, minutes), full (the real drive sizes, hours) or tiny (seconds, for tests).
+    #[arg(long, default_value = "quick", value_parser = |s: &str| s.parse::<duraflash::report::Scale>())]
+    scale: duraflash::report::Scale,
+    /// Run only these parts (comma-separated): wa, corpora, torture, atto.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// Base seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
 }
 
 #[derive(Args)]
@@ -587,6 +610,7 @@ fn main() -> ExitCode {
         Command::Torture(args) => commands::torture(args),
         Command::Corpus(args) => commands::corpus(args),
         Command::Sweep(args) => commands::sweep(args),
+        Command::Reproduce(args) => commands::reproduce(args),
         Command::Serve(args) => serve::serve(args),
         Command::Replay(args) => commands::replay(args),
     };

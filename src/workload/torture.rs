@@ -13,6 +13,7 @@ use crate::fio::{Distribution, Rw};
 use crate::firmware::DSM_MAX_SECTORS;
 use crate::host::HostQueue;
 use crate::pattern::{unit_seed, DataSpec};
+use crate::plot::{LineChart, Series};
 use crate::units::Lba;
 use crate::workload::job::{fill_spec, run_job, JobSpec, Limit};
 use crate::workload::review::{atto, hdtach, AttoPoint, HdTach, HDTACH_REQUEST};
@@ -222,4 +223,40 @@ pub fn torture(
         after_trim,
         after_second_trim,
     })
+}
+
+/// The HD Tach read and write charts of a protocol run (the four states
+/// overlaid), with their file names: `hdtach-{read,write}-FIRMWARE-DATA.svg`.
+pub fn hdtach_charts(drive_name: &str, r: &TortureReport) -> Vec<(String, LineChart)> {
+    let gb = |o: u64| o as f64 / 1e9;
+    let states = [
+        ("clean", &r.clean),
+        ("tortured", &r.tortured),
+        ("after TRIM", &r.after_trim),
+        ("after 2nd TRIM", &r.after_second_trim),
+    ];
+    [("read", true), ("write", false)]
+        .into_iter()
+        .map(|(dir, read)| {
+            let series = states
+                .iter()
+                .map(|(name, s)| {
+                    let sweep = if read { &s.hdtach.read } else { &s.hdtach.write };
+                    Series {
+                        name: (*name).into(),
+                        points: sweep.zones.iter().map(|z| (gb(z.offset), z.mbps)).collect(),
+                    }
+                })
+                .collect();
+            let chart = LineChart {
+                title: format!("HD Tach {dir}: {drive_name} firmware {}, {:?} data", r.firmware, r.data),
+                x_label: "position (GB)".into(),
+                y_label: "MB/s".into(),
+                series,
+                y_from_zero: true,
+                ..Default::default()
+            };
+            (format!("hdtach-{dir}-{}-{:?}.svg", r.firmware, r.data).to_lowercase(), chart)
+        })
+        .collect()
 }

@@ -1,0 +1,118 @@
+//! `duraflash reproduce` at the tiny scale: the report builds, the HTML
+//! parses, every image it references exists, every table row has our
+//! number beside a reference, and results.json holds the numbers the HTML
+//! shows. A part that fails is reported and the others still run.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use duraflash::report::{fmt_ours, Report};
+
+fn duraflash(args: &[&str], corpora: Option<&Path>) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_duraflash"));
+    c.args(args);
+    if let Some(dir) = corpora {
+        c.env("DURAFLASH_CORPORA", dir);
+    }
+    c.output().expect("binary runs")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("duraflash-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// The cells of every row of every results table, by section id.
+fn html_tables(html: &str) -> Vec<(String, Vec<Vec<String>>)> {
+    let dom = tl::parse(html, tl::ParserOptions::default()).expect("the HTML parses");
+    let parser = dom.parser();
+    let mut out = Vec::new();
+    for section in dom.query_selector("section").expect("selector").filter_map(|h| h.get(parser)) {
+        let tag = section.as_tag().expect("a tag");
+        let id = tag.attributes().get("id").flatten().map(|v| v.as_utf8_str().to_string()).unwrap_or_default();
+        let mut rows = Vec::new();
+        for tr in tag.query_selector(parser, "tr").expect("selector").filter_map(|h| h.get(parser)) {
+            let cells: Vec<String> = tr
+                .as_tag()
+                .expect("a tag")
+                .query_selector(parser, "td")
+                .expect("selector")
+                .filter_map(|h| h.get(parser))
+                .map(|n| n.inner_text(parser).to_string())
+                .collect();
+            if !cells.is_empty() {
+                rows.push(cells);
+            }
+        }
+        out.push((id, rows));
+    }
+    out
+}
+
+#[test]
+fn the_report_builds_and_agrees_with_its_json() {
+    let out = scratch("report");
+    let o = duraflash(&["reproduce", "--scale", "tiny", "--quiet", "--out", out.to_str().unwrap()], None);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: Report = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert!(report.ok());
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    let dom = tl::parse(&html, tl::ParserOptions::default()).unwrap();
+    let parser = dom.parser();
+    let mut images = 0;
+    for img in dom.query_selector("img").unwrap().filter_map(|h| h.get(parser)) {
+        let src = img.as_tag().unwrap().attributes().get("src").flatten().unwrap().as_utf8_str().to_string();
+        assert!(out.join(&src).is_file(), "image {src} exists");
+        images += 1;
+    }
+    assert_eq!(images, report.parts.iter().map(|p| p.plots.len()).sum::<usize>());
+    let tables = html_tables(&html);
+    assert_eq!(tables.len(), report.parts.len());
+    for ((id, rows), part) in tables.iter().zip(&report.parts) {
+        assert_eq!(id, &part.name);
+        assert!(!rows.is_empty(), "{id}: a table");
+        assert_eq!(rows.len(), part.rows.len(), "{id}: one row per result");
+        for (cells, r) in rows.iter().zip(&part.rows) {
+            assert_eq!(cells.len(), 4, "{id}: quantity, reference, ours, unit");
+            assert!(!cells[1].trim().is_empty(), "{id}: {}: a reference", cells[0]);
+            let ours: f64 = cells[2].trim().parse().unwrap_or_else(|_| panic!("{id}: {}: our number", cells[0]));
+            assert!(ours.is_finite());
+            assert_eq!(cells[2], fmt_ours(r.ours), "{id}: the HTML shows the JSON's number");
+            assert_eq!(cells[0], r.quantity);
+        }
+    }
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    for p in &report.parts {
+        assert!(md.contains(&p.title), "report.md has {}", p.title);
+    }
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
+fn a_failing_part_is_reported_and_the_others_still_run() {
+    let out = scratch("report-fail");
+    let no_corpora = scratch("no-corpora");
+    std::fs::create_dir_all(&no_corpora).unwrap();
+    let o = duraflash(
+        &["reproduce", "--scale", "tiny", "--quiet", "--only", "wa,corpora", "--out", out.to_str().unwrap()],
+        Some(&no_corpora),
+    );
+    assert_eq!(o.status.code(), Some(1), "a failed part fails the run");
+    let report: Report = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let wa = report.parts.iter().find(|p| p.name == "wa").unwrap();
+    let corpora = report.parts.iter().find(|p| p.name == "corpora").unwrap();
+    assert!(wa.error.is_none() && !wa.rows.is_empty(), "wa still ran");
+    assert!(corpora.error.is_some(), "corpora failed without its files");
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains("This part failed"));
+    std::fs::remove_dir_all(&out).unwrap();
+    std::fs::remove_dir_all(&no_corpora).unwrap();
+}
+
+#[test]
+fn unknown_parts_are_usage_errors() {
+    let o = duraflash(&["reproduce", "--only", "nope", "--out", "/nonexistent/x"], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("nope"));
+}
