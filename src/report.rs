@@ -237,9 +237,10 @@ fn wa_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Pa
             title: "WAF against over-provisioning: greedy GC, incompressible 4 KiB writes".into(),
             x_label: "over-provisioning of the data blocks (%)".into(),
             y_label: "write amplification".into(),
+            // The model first, so the measured curve is drawn on top of it.
             series: vec![
-                Series { name: "measured".into(), points: ours },
                 Series { name: "greedy model".into(), points: model },
+                Series { name: "measured".into(), points: ours },
             ],
             y_from_zero: true,
             ..Default::default()
