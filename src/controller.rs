@@ -12,7 +12,7 @@
 
 use serde::Serialize;
 
-use crate::config::{DriveConfig, Media};
+use crate::config::{DriveConfig, GcPolicy, Media};
 use crate::datapath::chunks::{ChunkStore, Extent};
 use crate::datapath::pipeline::{self, EncodedBatch, Encoder};
 use crate::error::{ConfigError, DriveError};
@@ -851,7 +851,11 @@ impl Drive {
     /// Cleans one victim chosen by the configured policy. False when no
     /// sealed block has reclaimable space.
     fn collect_one(&mut self) -> Result<bool, DriveError> {
-        let Some(victim) = victim::choose(self.config.gc.policy, self.space.sealed_views(self.clock)) else {
+        let chosen = match self.config.gc.policy {
+            GcPolicy::Greedy => self.space.greedy_victim(),
+            policy => victim::choose(policy, self.space.sealed_views(self.clock)),
+        };
+        let Some(victim) = chosen else {
             return Ok(false);
         };
         self.nand.set_collecting(true);

@@ -14,7 +14,7 @@
 //! chunk is where, and each block keeps a summary of the chunk ids written
 //! to it (like a real FTL's out-of-band area) so GC can find them.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 
 use crate::config::Geometry;
 use crate::datapath::chunks::Extent;
@@ -45,6 +45,8 @@ struct BlockMeta {
     last_write: u64,
     /// Chunk ids appended since the last erase (stale ones included).
     summary: Vec<ChunkId>,
+    /// Entered in `by_live` (sealed and not yet taken for GC).
+    indexed: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -78,6 +80,9 @@ pub struct Space {
     cursor: usize,
     seal_seq: u64,
     counters: SpaceCounters,
+    /// Sealed blocks by (live bytes, seal order, block): greedy's victim
+    /// is the first reclaimable one, found without scanning every block.
+    by_live: BTreeSet<(u32, u64, u32)>,
 }
 
 impl Space {
@@ -91,6 +96,7 @@ impl Space {
             sealed_seq: 0,
             last_write: 0,
             summary: Vec::new(),
+            indexed: false,
         };
         let free = (0..dies)
             .map(|d| {
@@ -110,6 +116,7 @@ impl Space {
             cursor: 0,
             seal_seq: 0,
             counters: SpaceCounters::default(),
+            by_live: BTreeSet::new(),
         }
     }
 
@@ -284,6 +291,8 @@ impl Space {
         let m = &mut self.meta[open.block.0 as usize];
         m.state = BlockState::Sealed;
         m.sealed_seq = self.seal_seq;
+        m.indexed = true;
+        self.by_live.insert((m.live_bytes, m.sealed_seq, open.block.0));
         Ok(())
     }
 
@@ -291,7 +300,18 @@ impl Space {
     pub fn invalidate(&mut self, extent: Extent) {
         let m = &mut self.meta[extent.block.0 as usize];
         debug_assert!(m.live_bytes >= extent.len, "invalidating more bytes than are live");
+        if m.indexed {
+            self.by_live.remove(&(m.live_bytes, m.sealed_seq, extent.block.0));
+            self.by_live.insert((m.live_bytes - extent.len, m.sealed_seq, extent.block.0));
+        }
         m.live_bytes -= extent.len;
+    }
+
+    /// The sealed block greedy GC cleans: fewest live bytes, then oldest,
+    /// among blocks with dead chunks (see [`crate::ftl::victim`]); the same
+    /// choice as scanning every block, from an ordered index.
+    pub fn greedy_victim(&self) -> Option<BlockId> {
+        self.by_live.iter().find(|&&(live, _, b)| live < self.meta[b as usize].data_bytes).map(|&(_, _, b)| BlockId(b))
     }
 
     /// Appends the stored bytes of `extent` to `out` (memory media only):
@@ -329,7 +349,12 @@ impl Space {
 
     /// Takes the summary of a sealed victim out for GC.
     pub fn take_summary(&mut self, block: BlockId) -> Vec<ChunkId> {
-        std::mem::take(&mut self.meta[block.0 as usize].summary)
+        let m = &mut self.meta[block.0 as usize];
+        if m.indexed {
+            self.by_live.remove(&(m.live_bytes, m.sealed_seq, block.0));
+            m.indexed = false;
+        }
+        std::mem::take(&mut m.summary)
     }
 
     /// Erases a block whose live chunks are all gone, returning it to its
@@ -352,6 +377,7 @@ impl Space {
     /// Erases every block that holds anything and empties all state
     /// (secure erase). Free blocks are already erased and stay as they are.
     pub fn secure_erase(&mut self, nand: &mut NandArray) {
+        self.by_live.clear();
         for die in 0..self.open.len() {
             if let Some(open) = self.open[die].take() {
                 self.meta[open.block.0 as usize].state = BlockState::Sealed;
@@ -367,6 +393,7 @@ impl Space {
                 m.state = BlockState::Free;
                 m.live_bytes = 0;
                 m.data_bytes = 0;
+                m.indexed = false;
                 m.summary.clear();
                 let die = (block.0 / self.blocks_per_die) as usize;
                 self.free[die].push_back(block);
@@ -398,6 +425,21 @@ impl Space {
             return Err(format!(
                 "{open_state} blocks in Open state, {} open slots",
                 self.open.iter().flatten().count()
+            ));
+        }
+        let indexed: BTreeSet<(u32, u64, u32)> = self
+            .meta
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.indexed)
+            .map(|(i, m)| (m.live_bytes, m.sealed_seq, i as u32))
+            .collect();
+        let sealed = self.meta.iter().filter(|m| m.state == BlockState::Sealed).count();
+        if indexed != self.by_live || indexed.len() != sealed {
+            return Err(format!(
+                "greedy index: {} entries, {} blocks marked indexed, {sealed} sealed",
+                self.by_live.len(),
+                indexed.len()
             ));
         }
         for o in self.open.iter().flatten() {
