@@ -48,6 +48,8 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
     if args.export.len() > 4096 || args.export.contains('\0') {
         return Err(Failure::Usage("--export: a name of at most 4096 bytes without NUL".into()));
     }
+    let interval = Duration::try_from_secs_f64(args.stats_interval)
+        .map_err(|_| Failure::Usage(format!("--stats-interval {}: out of range", args.stats_interval)))?;
     let cfg = args.drive.build(Some(SERVE_DEFAULT_CAPACITY)).map_err(Failure::Usage)?;
     let drive = Drive::new(cfg.clone()).map_err(|e| Failure::Usage(e.to_string()))?;
     if cfg.media == Media::MetadataOnly {
@@ -83,7 +85,6 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
         args.metrics.map(|m| format!(", metrics at http://{m}/metrics")).unwrap_or_default()
     );
     let started = Instant::now();
-    let interval = Duration::from_secs_f64(args.stats_interval);
     let mut last = Instant::now();
     while !term.load(Ordering::SeqCst) {
         match listener.accept() {

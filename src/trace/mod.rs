@@ -303,15 +303,16 @@ impl TraceReader {
                 RawLine::TooLong => Vec::new(),
                 RawLine::Text(t) => t,
             };
-            let found = std::str::from_utf8(&raw)
-                .ok()
-                .map(str::trim)
-                .filter(|t| !t.is_empty() && !t.starts_with('#'))
-                .map(|t| Format::ALL.into_iter().find(|f| f.matches(t)));
+            // Blank and comment lines do not count; every other line does,
+            // text or not, so a binary file fails after DETECT_LINES lines
+            // instead of being read whole.
+            let text = std::str::from_utf8(&raw).ok().map(str::trim);
+            let skip = text.is_some_and(|t| t.is_empty() || t.starts_with('#'));
+            let found = text.and_then(|t| Format::ALL.into_iter().find(|f| f.matches(t)));
             self.pending.push_back((line, raw));
             match found {
-                Some(Some(format)) => return Ok(format),
-                Some(None) => looked += 1,
+                Some(format) => return Ok(format),
+                None if !skip => looked += 1,
                 None => {}
             }
         }

@@ -148,6 +148,9 @@ pub struct WafPoint {
 }
 
 /// Command kinds, in the order latencies are kept.
+/// Longest stretch of trace time a timed replay follows (about 31 years).
+const MAX_TRACE_SPAN_NS: u64 = 1_000_000_000_000_000_000;
+
 const KINDS: [CommandKind; 3] = [CommandKind::Read, CommandKind::Write, CommandKind::Trim];
 
 /// Moves the queue's recorded latencies into the histograms (bounded memory).
@@ -409,7 +412,9 @@ pub fn replay(
             }
         };
         if spec.speed == Speed::Timed {
-            arrival = arrival.max(start + t.saturating_sub(first_time));
+            // A garbage timestamp centuries out must not pin the clock at
+            // its end: offsets are capped at MAX_TRACE_SPAN_NS.
+            arrival = arrival.max(start + t.saturating_sub(first_time).min(MAX_TRACE_SPAN_NS));
             let idle_from = queue.finished_at();
             if arrival > idle_from {
                 idle_gc_blocks += u64::from(drive.idle(idle_from, arrival).map_err(|source| ReplayError::Drive {
