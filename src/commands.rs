@@ -10,6 +10,7 @@ use duraflash::config::DriveConfig;
 use duraflash::controller::Stats;
 use duraflash::fio::{self, Job};
 use duraflash::plot::{self, LineChart, Series};
+use duraflash::smart::Smart;
 use duraflash::workload::job::{fill_spec, run_job, JobResult, JobSpec, Limit};
 use duraflash::workload::review::{self, AttoPoint, HdTach, IometerPoint};
 use duraflash::Drive;
@@ -133,6 +134,7 @@ pub(super) fn hdtach(args: HdtachArgs) -> Result<(), Failure> {
         &args.out,
         &summary,
         &HdtachOutput { provenance: Provenance::new(&cfg), result: &result, stats: drive.stats() },
+        &[("", Smart::of(&drive))],
     )
 }
 
@@ -188,6 +190,7 @@ pub(super) fn atto(args: AttoArgs) -> Result<(), Failure> {
             queue_depth: review::ATTO_QD,
             sizes: &points,
         },
+        &[("", Smart::of(&drive))],
     )
 }
 
@@ -257,6 +260,7 @@ pub(super) fn iometer(args: IometerArgs) -> Result<(), Failure> {
         &args.out,
         &summary,
         &IometerOutput { provenance: Provenance::new(&cfg), span, ops: args.ops, queue_depths: &points },
+        &[("", Smart::of(&drive))],
     )
 }
 
@@ -426,7 +430,7 @@ pub(super) fn run(args: RunArgs) -> Result<(), Failure> {
         .collect();
     let cfg = drive.config().clone();
     let out = FioOutput { provenance: Provenance::new(&cfg), fio_version: "duraflash-fio-compat", jobs, drive: s };
-    emit(&args.out, &summary, &out)
+    emit(&args.out, &summary, &out, &[("", Smart::of(&drive))])
 }
 
 /// Capacity `torture` uses when none is given: a 4 GiB scale model runs
@@ -520,7 +524,8 @@ pub(super) fn torture(args: TortureArgs) -> Result<(), Failure> {
             summary += &format!("{:>10} {:>8.1} {:>8.1} {:>8.1}\n", size_label(p.size), p.read_mbps, at(t), at(a));
         }
     }
-    emit(&args.out, &summary, &TortureOutput { provenance: Provenance::new(&cfg), report: &report })
+    let smart = [("", report.smart.clone())];
+    emit(&args.out, &summary, &TortureOutput { provenance: Provenance::new(&cfg), report: &report }, &smart)
 }
 
 fn torture_plots(dir: &Path, cfg: &DriveConfig, r: &TortureReport) -> Result<(), Failure> {
@@ -686,7 +691,8 @@ pub(crate) fn corpus(args: CorpusArgs) -> Result<(), Failure> {
         );
     }
     let output = CorpusOutput { provenance: Provenance::new(&cfg), spec: &spec, corpora: &reports };
-    emit(&args.out, &summary, &output)
+    let smart: Vec<(&str, Smart)> = reports.iter().map(|r| (r.name.as_str(), r.smart.clone())).collect();
+    emit(&args.out, &summary, &output, &smart)
 }
 
 /// What a sweep (or one point of it) writes as JSON; `--merge` reads it back.
@@ -974,7 +980,7 @@ fn finish_sweep(args: &SweepArgs, out: SweepOutput) -> Result<(), Failure> {
             r.dedup_ratio
         );
     }
-    emit(&args.out, &summary, &out)
+    emit(&args.out, &summary, &out, &[])
 }
 
 /// Counts the bytes read from the trace file (compressed bytes for gzip),
@@ -1069,6 +1075,7 @@ pub(super) fn replay(args: ReplayArgs) -> Result<(), Failure> {
             compress_pct: args.compress_pct,
             report: &report,
         },
+        &[("", Smart::of(&drive))],
     )
 }
 

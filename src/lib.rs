@@ -83,6 +83,7 @@ pub mod nand;
 pub mod nbd;
 pub mod pattern;
 pub mod plot;
+pub mod smart;
 pub mod timing;
 pub mod trace;
 pub mod units;

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use duraflash::config::{DriveConfig, GcPolicy, Media};
 use duraflash::pattern::DataSpec;
+use duraflash::smart::Smart;
 use duraflash::workload::access::Access;
 use duraflash::workload::wa::{self, WaReport, WaSpec};
 use duraflash::{ByteSize, Drive};
@@ -497,6 +498,9 @@ struct Output {
     /// Worker threads for the compression/hash pipeline (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
+    /// Print the drive's SMART attributes (smartctl -A style) and add `smart` to the JSON.
+    #[arg(long)]
+    smart: bool,
 }
 
 #[derive(Args)]
@@ -663,11 +667,40 @@ fn run_wa(args: WaArgs) -> Result<(), Failure> {
         dedupe_pct: args.data.dedupe_pct,
         report: &report,
     };
-    emit(&args.out, &summary, &output)
+    emit(&args.out, &summary, &output, &[("", Smart::of(&drive))])
 }
 
-fn emit(out: &Output, summary: &str, value: &impl Serialize) -> Result<(), Failure> {
-    let json = serde_json::to_string_pretty(value).map_err(|e| Failure::Run(e.to_string()))?;
+/// Prints `summary` and writes `value` as JSON where `--json` says. With
+/// `--smart`, each labelled SMART table (one per drive) follows the
+/// summary, and the JSON gets `smart`: the table, or an object of tables
+/// by label when there are several.
+fn emit(out: &Output, summary: &str, value: &impl Serialize, smart: &[(&str, Smart)]) -> Result<(), Failure> {
+    let mut summary = summary.to_string();
+    let json = if out.smart {
+        let mut value = serde_json::to_value(value).map_err(|e| Failure::Run(e.to_string()))?;
+        if smart.is_empty() {
+            return Err(Failure::Usage("--smart: this command has no drive to report on".into()));
+        }
+        let json = match smart {
+            [(_, one)] => serde_json::to_value(one),
+            many => serde_json::to_value(
+                many.iter().map(|(l, s)| (l.to_string(), s)).collect::<std::collections::BTreeMap<_, _>>(),
+            ),
+        }
+        .map_err(|e| Failure::Run(e.to_string()))?;
+        if let Some(map) = value.as_object_mut() {
+            map.insert("smart".into(), json);
+        }
+        for (label, table) in smart {
+            let label = if label.is_empty() { String::new() } else { format!(" ({label})") };
+            summary += &format!("SMART attributes{label}, {:?} table:\n{}", table.vendor, table.table());
+        }
+        serde_json::to_string_pretty(&value)
+    } else {
+        serde_json::to_string_pretty(value)
+    }
+    .map_err(|e| Failure::Run(e.to_string()))?;
+    let summary = summary.as_str();
     match out.json.as_deref() {
         Some(p) if commands::is_stdout(p) => {
             eprint!("{summary}");

@@ -77,6 +77,10 @@ pub struct CorpusReport {
     pub raw_mbps: f64,
     /// pipeline_mbps / raw_mbps.
     pub pipeline_ratio: f64,
+    /// SMART attributes of the steady-state drive (the CLI adds them to
+    /// JSON when asked).
+    #[serde(skip)]
+    pub smart: crate::smart::Smart,
 }
 
 /// lz4 on `corpus` in `unit`-byte blocks: stored bytes over raw bytes,
@@ -158,6 +162,7 @@ pub fn run(
         pipeline_mbps,
         raw_mbps,
         pipeline_ratio: pipeline_mbps / raw_mbps,
+        smart: crate::smart::Smart::of(&drive),
     })
 }
 

@@ -125,6 +125,9 @@ pub struct TortureReport {
     pub after_trim: State,
     /// After trimming everything again.
     pub after_second_trim: State,
+    /// SMART attributes at the end (the CLI adds them to JSON when asked).
+    #[serde(skip)]
+    pub smart: crate::smart::Smart,
 }
 
 /// TRIMs every LBA the way Windows does on a format: ranges of at most
@@ -221,5 +224,6 @@ pub fn torture(
         tortured,
         after_trim,
         after_second_trim,
+        smart: crate::smart::Smart::of(&drive),
     })
 }
