@@ -11,7 +11,7 @@ use crate::config::DriveConfig;
 use crate::controller::Drive;
 use crate::fio::{Distribution, Rw};
 use crate::firmware::DSM_MAX_SECTORS;
-use crate::host::HostQueue;
+use crate::host::{BlockDevice, HostQueue};
 use crate::pattern::{unit_seed, DataSpec};
 use crate::units::Lba;
 use crate::workload::job::{fill_spec, run_job, JobSpec, Limit};
@@ -21,8 +21,8 @@ use crate::workload::review::{atto, hdtach, AttoPoint, HdTach, HDTACH_REQUEST};
 /// the next tool): queued background work drains, idle GC runs.
 pub const IDLE_BETWEEN_STEPS_NS: u64 = 60_000_000_000;
 
-/// Lets the drive sit idle between two steps.
-fn pause(drive: &mut Drive) -> Result<(), String> {
+/// Lets the drive (or array) sit idle between two steps.
+pub fn pause<D: BlockDevice>(drive: &mut D) -> Result<(), String> {
     let from = drive.now();
     drive.idle(from, from + IDLE_BETWEEN_STEPS_NS).map_err(|e| e.to_string())?;
     Ok(())
@@ -132,8 +132,8 @@ pub struct TortureReport {
 
 /// TRIMs every LBA the way Windows does on a format: ranges of at most
 /// 65535 sectors, 64 to a DSM command, commands one after another.
-pub fn format_trim(drive: &mut Drive) -> Result<u64, String> {
-    let sectors = drive.capacity_sectors();
+pub fn format_trim<D: BlockDevice>(drive: &mut D) -> Result<u64, String> {
+    let sectors = drive.capacity_bytes() / crate::units::SECTOR_BYTES;
     let ranges: Vec<(Lba, u64)> = (0..sectors.div_ceil(DSM_MAX_SECTORS))
         .map(|i| {
             let start = i * DSM_MAX_SECTORS;
