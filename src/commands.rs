@@ -9,9 +9,11 @@ use serde::Serialize;
 use duraflash::config::DriveConfig;
 use duraflash::controller::Stats;
 use duraflash::fio::{self, Job};
+use duraflash::host::raid::Layout;
 use duraflash::plot::{self, LineChart, Series};
 use duraflash::smart::Smart;
 use duraflash::workload::job::{fill_spec, run_job, JobResult, JobSpec, Limit};
+use duraflash::workload::raid::{self, RaidReport, RaidSpec};
 use duraflash::workload::review::{self, AttoPoint, HdTach, IometerPoint};
 use duraflash::Drive;
 
@@ -22,7 +24,7 @@ use duraflash::workload::torture::{self, Duration, TortureData, TortureReport, T
 
 use super::{
     emit, progress_bar, setup_threads, AttoArgs, BlkActionArg, CorpusArgs, Failure, HdtachArgs, IometerArgs, Output,
-    ReplayArgs, RunArgs, SpeedArg, SweepArgs, TortureArgs, TortureDataArg, TraceFormatArg,
+    RaidArgs, ReplayArgs, RunArgs, SpeedArg, SweepArgs, TortureArgs, TortureDataArg, TraceFormatArg,
 };
 
 /// Every JSON result starts with how it was made.
@@ -1175,4 +1177,119 @@ fn replay_summary(cfg: &DriveConfig, path: &str, format: Format, spec: &ReplaySp
         cfg.geometry.pe_cycles
     );
     out
+}
+
+/// Member capacity `raid` uses when none is given.
+const RAID_DEFAULT_MEMBER_CAPACITY: u64 = 1 << 30;
+
+#[derive(Serialize)]
+struct RaidOutput<'a> {
+    #[serde(flatten)]
+    provenance: Provenance<'a>,
+    spec: &'a RaidSpec,
+    #[serde(flatten)]
+    report: &'a RaidReport,
+}
+
+pub(super) fn raid(args: RaidArgs) -> Result<(), Failure> {
+    setup_threads(&args.out)?;
+    let mut flags = args.drive.clone();
+    flags.media = flags.media.or(Some(duraflash::Media::MetadataOnly));
+    let cfg = flags.build(Some(RAID_DEFAULT_MEMBER_CAPACITY)).map_err(Failure::Usage)?;
+    if args.zones == 0 {
+        return Err(Failure::Usage("--zones: must be at least 1".into()));
+    }
+    if !(args.minutes.is_finite() && args.minutes >= 0.0) {
+        return Err(Failure::Usage(format!("--minutes {} must be a non-negative number", args.minutes)));
+    }
+    let super::RaidProtocol::Torture = args.protocol;
+    // Check the layout before running anything: bad counts and stripes are usage errors.
+    Layout::new(args.level, args.members, args.stripe.0, cfg.logical_bytes, u64::from(cfg.unit_bytes))
+        .map_err(|e| Failure::Usage(e.to_string()))?;
+    let spec = RaidSpec {
+        level: args.level,
+        members: args.members,
+        stripe_bytes: args.stripe.0,
+        driver: args.driver,
+        minutes: args.minutes,
+        zones: args.zones,
+        seed: cfg.seed,
+    };
+    let bar = progress_bar(args.out.quiet);
+    let mut progress = |phase: &str, f: f64| {
+        if let Some(b) = &bar {
+            b.set_prefix(phase.to_string());
+            b.set_position((f.clamp(0.0, 1.0) * 1000.0) as u64);
+        }
+    };
+    let r = raid::raid(&cfg, &spec, &mut progress).map_err(Failure::Run)?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if let Some(dir) = &args.plot {
+        raid_plots(dir, &cfg, &r)?;
+    }
+    let mut summary = format!(
+        "RAID-{} of {} x {} at {} (array {}), stripe {}, driver {} (format TRIM {})\n",
+        args.level,
+        args.members,
+        cfg.name,
+        duraflash::ByteSize(r.member_bytes),
+        duraflash::ByteSize(r.array_bytes),
+        duraflash::ByteSize(args.stripe.0),
+        serde_json::to_value(args.driver).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
+        if r.trim_passed { "passed to the members" } else { "dropped by the driver" },
+    );
+    summary += &format!(
+        "torture: {:.2} array-writes of 4 KiB random writes at QD 32 ({:.1} s simulated); format unmapped {} units\n",
+        r.drive_writes, r.torture_secs, r.trimmed_units
+    );
+    summary += &format!(
+        "{:<20} {:>10} {:>10}   (HD Tach, {} requests)\n",
+        "state",
+        "read MB/s",
+        "write MB/s",
+        size_label(r.request_bytes)
+    );
+    for (name, m) in [
+        ("one member, clean", &r.single),
+        ("array clean", &r.clean),
+        ("array tortured", &r.tortured),
+        ("array after format", &r.after_format),
+    ] {
+        summary += &format!("{name:<20} {:>10.1} {:>10.1}\n", m.read_mbps, m.write_mbps);
+    }
+    summary += &format!("{:<20} {:>10} {:>10}\n", "4 KiB random read", "QD1 IOPS", "QD32 IOPS");
+    for (name, x) in [("one member", &r.single_random_read), ("array", &r.random_read)] {
+        summary += &format!("{name:<20} {:>10.0} {:>10.0}\n", x.qd1_iops, x.qd32_iops);
+    }
+    let labels: Vec<String> = (0..r.smart.len()).map(|i| format!("member {i}")).collect();
+    let smart: Vec<(&str, Smart)> = labels.iter().map(String::as_str).zip(r.smart.iter().cloned()).collect();
+    emit(&args.out, &summary, &RaidOutput { provenance: Provenance::new(&cfg), spec: &spec, report: &r }, &smart)
+}
+
+fn raid_plots(dir: &Path, cfg: &DriveConfig, r: &RaidReport) -> Result<(), Failure> {
+    std::fs::create_dir_all(dir).map_err(|e| Failure::Run(format!("--plot {}: {e}", dir.display())))?;
+    let gb = |o: u64| o as f64 / 1e9;
+    let states = [("clean", &r.clean), ("tortured", &r.tortured), ("after format", &r.after_format)];
+    let driver = serde_json::to_value(r.driver).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+    for (dir_name, pick) in [("read", true), ("write", false)] {
+        let series = states
+            .iter()
+            .map(|(name, s)| {
+                let sweep = if pick { &s.hdtach.read } else { &s.hdtach.write };
+                Series { name: (*name).into(), points: sweep.zones.iter().map(|z| (gb(z.offset), z.mbps)).collect() }
+            })
+            .collect();
+        let chart = LineChart {
+            title: format!("HD Tach {dir_name}: RAID-{} of {}, driver {driver}", r.layout.level, cfg.name),
+            x_label: "position (GB)".into(),
+            y_label: "MB/s".into(),
+            series,
+            y_from_zero: true,
+            ..Default::default()
+        };
+        write_plot(&Some(dir.join(format!("raid{}-{driver}-{dir_name}.svg", r.layout.level))), &chart)?;
+    }
+    Ok(())
 }

@@ -12,6 +12,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use duraflash::config::{DriveConfig, GcPolicy, Media};
+use duraflash::host::raid::{Level, TrimPolicy};
 use duraflash::pattern::DataSpec;
 use duraflash::smart::Smart;
 use duraflash::workload::access::Access;
@@ -58,6 +59,10 @@ enum Command {
     /// Serve the drive over NBD (qemu, nbdinfo, nbdcopy, fio, nbdfuse) until
     /// SIGINT/SIGTERM, then print the final JSON report.
     Serve(ServeArgs),
+    /// The RAID TRIM experiment: one member alone, then the array clean,
+    /// filled, tortured with 4 KiB random writes at QD 32, formatted (TRIM
+    /// every LBA, which the driver may drop) and measured with HD Tach.
+    Raid(RaidArgs),
     /// Replay a block trace (MSR Cambridge, blkparse, FIU dedup, SPC;
     /// plain or gzip) on the drive and report WAF, dedup and latencies.
     Replay(ReplayArgs),
@@ -273,6 +278,53 @@ struct TortureArgs {
     plot: Option<PathBuf>,
     #[command(flatten)]
     out: Output,
+}
+
+#[derive(Args)]
+struct RaidArgs {
+    /// RAID level: 0, 1 or 10.
+    #[arg(long, value_parser = parse_level)]
+    level: Level,
+    /// Member drives (RAID-0 and RAID-1: 2 or more; RAID-10: even, 4 or more).
+    #[arg(long)]
+    members: usize,
+    /// Stripe size: a multiple of the members' 4 KiB mapping unit.
+    #[arg(long, default_value = "128KiB")]
+    stripe: ByteSize,
+    /// The RAID driver's TRIM policy: rst-10.6 (RAID-1 only), rst-11.2 (RAID-0 and 1), passthrough.
+    #[arg(long, value_parser = parse_policy)]
+    driver: TrimPolicy,
+    /// The protocol run on the array.
+    #[arg(long, value_enum, default_value = "torture")]
+    protocol: RaidProtocol,
+    /// Member drives; --capacity is each member's (default 1GiB).
+    #[command(flatten)]
+    drive: DriveArgs,
+    /// Simulated minutes of torture on full-size members (scaled with --capacity).
+    #[arg(long, default_value_t = 30.0, allow_negative_numbers = true)]
+    minutes: f64,
+    /// HD Tach zones per pass.
+    #[arg(long, default_value_t = duraflash::workload::review::HDTACH_ZONES)]
+    zones: u32,
+    /// Write the HD Tach read and write graphs (SVG) into this directory.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    #[command(flatten)]
+    out: Output,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum RaidProtocol {
+    /// Secure erase, fill, 4 KiB random writes at QD 32, format, HD Tach.
+    Torture,
+}
+
+fn parse_level(s: &str) -> Result<Level, String> {
+    s.parse().map_err(|e: duraflash::host::raid::RaidError| e.to_string())
+}
+
+fn parse_policy(s: &str) -> Result<TrimPolicy, String> {
+    s.parse().map_err(|e: duraflash::host::raid::RaidError| e.to_string())
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -593,6 +645,7 @@ fn main() -> ExitCode {
         Command::Sweep(args) => commands::sweep(args),
         Command::Serve(args) => serve::serve(args),
         Command::Replay(args) => commands::replay(args),
+        Command::Raid(args) => commands::raid(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
