@@ -10,6 +10,7 @@ use crate::controller::Drive;
 use crate::error::DriveError;
 use crate::units::{Lba, SimTime};
 
+pub mod fs;
 pub mod raid;
 
 /// What workloads and benchmarks drive: one [`Drive`] or a

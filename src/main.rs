@@ -63,6 +63,10 @@ enum Command {
     /// filled, tortured with 4 KiB random writes at QD 32, formatted (TRIM
     /// every LBA, which the driver may drop) and measured with HD Tach.
     Raid(RaidArgs),
+    /// Manual TRIM: a desktop-like trace over a filesystem model scored
+    /// clean, used (deleted files never trimmed) and after a wiper TRIMs
+    /// the filesystem's free space.
+    Optimizer(OptimizerArgs),
     /// Replay a block trace (MSR Cambridge, blkparse, FIU dedup, SPC;
     /// plain or gzip) on the drive and report WAF, dedup and latencies.
     Replay(ReplayArgs),
@@ -309,6 +313,21 @@ struct RaidArgs {
     /// Write the HD Tach read and write graphs (SVG) into this directory.
     #[arg(long)]
     plot: Option<PathBuf>,
+    #[command(flatten)]
+    out: Output,
+}
+
+#[derive(Args)]
+struct OptimizerArgs {
+    /// Built-in drive preset (a conventional drive: the trace writes no content).
+    #[arg(long, default_value = "intel-x25m-g2-160g")]
+    preset: String,
+    /// Scale the drive down to this host capacity.
+    #[arg(long, default_value = "1GiB")]
+    capacity: ByteSize,
+    /// Seed of the filesystem content and the trace.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
     #[command(flatten)]
     out: Output,
 }
@@ -646,6 +665,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::serve(args),
         Command::Replay(args) => commands::replay(args),
         Command::Raid(args) => commands::raid(args),
+        Command::Optimizer(args) => commands::optimizer(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
