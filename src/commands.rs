@@ -715,6 +715,9 @@ struct SweepOutput {
 
 /// `duraflash sweep`.
 pub(crate) fn sweep(args: SweepArgs) -> Result<(), Failure> {
+    if args.out.smart {
+        return Err(Failure::Usage("--smart: a sweep runs many drives; use it on `wa` for one point".into()));
+    }
     use duraflash::workload::sweep::{self as sw, Grid, PointResult};
     use rayon::prelude::*;
     setup_threads(&args.out)?;

@@ -27,7 +27,7 @@ const QUICK: [&str; 14] = [
 
 #[test]
 fn bad_input_exits_2_with_one_line_naming_the_problem() {
-    let cases: [(&[&str], &str); 21] = [
+    let cases: [(&[&str], &str); 28] = [
         (&["wa", "--bogus"], "--bogus"),
         (&["wa", "--capacity", "12XB"], "--capacity"),
         (&["wa", "--capacity", "lots"], "--capacity"),
@@ -49,6 +49,13 @@ fn bad_input_exits_2_with_one_line_naming_the_problem() {
         (&["serve", "--metrics", "9100"], "--metrics"),
         (&["serve", "--stats-interval", "-1"], "--stats-interval"),
         (&["serve", "--capacity", "1TB"], "capacity"),
+        (&["raid", "--level", "0", "--members", "1", "--driver", "rst-11.2"], "--members 1"),
+        (&["raid", "--level", "10", "--members", "3", "--driver", "passthrough"], "even"),
+        (&["raid", "--level", "5", "--members", "3", "--driver", "passthrough"], "0, 1, 10"),
+        (&["raid", "--level", "0", "--members", "2", "--driver", "rst-9"], "rst-10.6"),
+        (&["raid", "--level", "0", "--members", "2", "--driver", "rst-11.2", "--stripe", "6k"], "--stripe"),
+        (&["optimizer", "--preset", "sf2281-240g"], "--preset"),
+        (&["sweep", "--smart", "--point", "0"], "--smart"),
     ];
     for (args, needle) in cases {
         let out = duraflash(args);
