@@ -149,3 +149,21 @@ fn sweep_jobs_merge_to_the_same_results() {
     assert_eq!(points_of(&merged.stdout), points_of(&direct.stdout));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn smart_adds_a_table_and_json_whose_byte_counts_match_the_stats() {
+    let mut args = QUICK.to_vec();
+    args.extend(["--smart", "--json", "-"]);
+    let out = duraflash(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("ID# ATTRIBUTE_NAME") && err.contains("241 Lifetime_Writes_GiB"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    let attr = |id: u64| v["smart"]["attributes"].as_array().unwrap().iter().find(|a| a["id"] == id).cloned().unwrap();
+    let (nand, host) = (attr(233)["bytes"].as_u64().unwrap(), attr(241)["bytes"].as_u64().unwrap());
+    assert_eq!(attr(241)["raw"].as_u64().unwrap(), host >> 30);
+    // The run's WAF is over the measured phase; the lifetime ratio covers the fill too.
+    assert!(nand > 0 && host > 0 && nand as f64 / host as f64 >= 1.0);
+    let plain = duraflash(&QUICK);
+    assert!(!String::from_utf8_lossy(&plain.stdout).contains("ATTRIBUTE_NAME"), "no table without --smart");
+}

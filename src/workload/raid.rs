@@ -93,7 +93,9 @@ pub struct RaidReport {
     pub trimmed_units: u64,
     /// After the format.
     pub after_format: Measured,
-    /// Each member's SMART attributes at the end.
+    /// Each member's SMART attributes at the end (the CLI adds them to
+    /// JSON when asked).
+    #[serde(skip)]
     pub smart: Vec<Smart>,
 }
 
