@@ -9,8 +9,12 @@ use serde::Serialize;
 use duraflash::config::DriveConfig;
 use duraflash::controller::Stats;
 use duraflash::fio::{self, Job};
+use duraflash::host::raid::Layout;
 use duraflash::plot::{self, LineChart, Series};
+use duraflash::smart::Smart;
 use duraflash::workload::job::{fill_spec, run_job, JobResult, JobSpec, Limit};
+use duraflash::workload::optimizer::{self, OptimizerReport};
+use duraflash::workload::raid::{self, RaidReport, RaidSpec};
 use duraflash::workload::review::{self, AttoPoint, HdTach, IometerPoint};
 use duraflash::Drive;
 
@@ -20,8 +24,9 @@ use duraflash::trace::{self, BlkAction, Format, ParseOptions, TraceReader};
 use duraflash::workload::torture::{self, Duration, TortureData, TortureReport, TortureSpec};
 
 use super::{
-    emit, progress_bar, setup_threads, AttoArgs, BlkActionArg, CorpusArgs, Failure, HdtachArgs, IometerArgs, Output,
-    ReplayArgs, ReproduceArgs, RunArgs, SpeedArg, SweepArgs, TortureArgs, TortureDataArg, TraceFormatArg,
+    emit, progress_bar, setup_threads, AttoArgs, BlkActionArg, CorpusArgs, Failure, HdtachArgs, IometerArgs,
+    OptimizerArgs, Output, RaidArgs, ReplayArgs, ReproduceArgs, RunArgs, SpeedArg, SweepArgs, TortureArgs,
+    TortureDataArg, TraceFormatArg,
 };
 
 /// Every JSON result starts with how it was made.
@@ -133,6 +138,7 @@ pub(super) fn hdtach(args: HdtachArgs) -> Result<(), Failure> {
         &args.out,
         &summary,
         &HdtachOutput { provenance: Provenance::new(&cfg), result: &result, stats: drive.stats() },
+        &[("", Smart::of(&drive))],
     )
 }
 
@@ -188,6 +194,7 @@ pub(super) fn atto(args: AttoArgs) -> Result<(), Failure> {
             queue_depth: review::ATTO_QD,
             sizes: &points,
         },
+        &[("", Smart::of(&drive))],
     )
 }
 
@@ -257,6 +264,7 @@ pub(super) fn iometer(args: IometerArgs) -> Result<(), Failure> {
         &args.out,
         &summary,
         &IometerOutput { provenance: Provenance::new(&cfg), span, ops: args.ops, queue_depths: &points },
+        &[("", Smart::of(&drive))],
     )
 }
 
@@ -426,7 +434,7 @@ pub(super) fn run(args: RunArgs) -> Result<(), Failure> {
         .collect();
     let cfg = drive.config().clone();
     let out = FioOutput { provenance: Provenance::new(&cfg), fio_version: "duraflash-fio-compat", jobs, drive: s };
-    emit(&args.out, &summary, &out)
+    emit(&args.out, &summary, &out, &[("", Smart::of(&drive))])
 }
 
 /// Capacity `torture` uses when none is given: a 4 GiB scale model runs
@@ -520,7 +528,8 @@ pub(super) fn torture(args: TortureArgs) -> Result<(), Failure> {
             summary += &format!("{:>10} {:>8.1} {:>8.1} {:>8.1}\n", size_label(p.size), p.read_mbps, at(t), at(a));
         }
     }
-    emit(&args.out, &summary, &TortureOutput { provenance: Provenance::new(&cfg), report: &report })
+    let smart = [("", report.smart.clone())];
+    emit(&args.out, &summary, &TortureOutput { provenance: Provenance::new(&cfg), report: &report }, &smart)
 }
 
 fn torture_plots(dir: &Path, cfg: &DriveConfig, r: &TortureReport) -> Result<(), Failure> {
@@ -665,7 +674,8 @@ pub(crate) fn corpus(args: CorpusArgs) -> Result<(), Failure> {
         );
     }
     let output = CorpusOutput { provenance: Provenance::new(&cfg), spec: &spec, corpora: &reports };
-    emit(&args.out, &summary, &output)
+    let smart: Vec<(&str, Smart)> = reports.iter().map(|r| (r.name.as_str(), r.smart.clone())).collect();
+    emit(&args.out, &summary, &output, &smart)
 }
 
 /// What a sweep (or one point of it) writes as JSON; `--merge` reads it back.
@@ -684,6 +694,9 @@ struct SweepOutput {
 
 /// `duraflash sweep`.
 pub(crate) fn sweep(args: SweepArgs) -> Result<(), Failure> {
+    if args.out.smart {
+        return Err(Failure::Usage("--smart: a sweep runs many drives; use it on `wa` for one point".into()));
+    }
     use duraflash::workload::sweep::{self as sw, Grid, PointResult};
     use rayon::prelude::*;
     setup_threads(&args.out)?;
@@ -953,7 +966,7 @@ fn finish_sweep(args: &SweepArgs, out: SweepOutput) -> Result<(), Failure> {
             r.dedup_ratio
         );
     }
-    emit(&args.out, &summary, &out)
+    emit(&args.out, &summary, &out, &[])
 }
 
 /// Counts the bytes read from the trace file (compressed bytes for gzip),
@@ -1048,6 +1061,7 @@ pub(super) fn replay(args: ReplayArgs) -> Result<(), Failure> {
             compress_pct: args.compress_pct,
             report: &report,
         },
+        &[("", Smart::of(&drive))],
     )
 }
 
@@ -1179,4 +1193,193 @@ pub(crate) fn reproduce(args: ReproduceArgs) -> Result<(), Failure> {
     } else {
         Err(Failure::Run(format!("parts failed: {} (see the report)", failed.join(", "))))
     }
+}
+
+/// Member capacity `raid` uses when none is given.
+const RAID_DEFAULT_MEMBER_CAPACITY: u64 = 1 << 30;
+
+#[derive(Serialize)]
+struct RaidOutput<'a> {
+    #[serde(flatten)]
+    provenance: Provenance<'a>,
+    spec: &'a RaidSpec,
+    #[serde(flatten)]
+    report: &'a RaidReport,
+}
+
+pub(super) fn raid(args: RaidArgs) -> Result<(), Failure> {
+    setup_threads(&args.out)?;
+    let mut flags = args.drive.clone();
+    flags.media = flags.media.or(Some(duraflash::Media::MetadataOnly));
+    let cfg = flags.build(Some(RAID_DEFAULT_MEMBER_CAPACITY)).map_err(Failure::Usage)?;
+    if args.zones == 0 {
+        return Err(Failure::Usage("--zones: must be at least 1".into()));
+    }
+    if !(args.minutes.is_finite() && args.minutes >= 0.0) {
+        return Err(Failure::Usage(format!("--minutes {} must be a non-negative number", args.minutes)));
+    }
+    let super::RaidProtocol::Torture = args.protocol;
+    // Check the layout before running anything: bad counts and stripes are usage errors.
+    Layout::new(args.level, args.members, args.stripe.0, cfg.logical_bytes, u64::from(cfg.unit_bytes))
+        .map_err(|e| Failure::Usage(e.to_string()))?;
+    let spec = RaidSpec {
+        level: args.level,
+        members: args.members,
+        stripe_bytes: args.stripe.0,
+        driver: args.driver,
+        minutes: args.minutes,
+        zones: args.zones,
+        seed: cfg.seed,
+    };
+    let bar = progress_bar(args.out.quiet);
+    let mut progress = |phase: &str, f: f64| {
+        if let Some(b) = &bar {
+            b.set_prefix(phase.to_string());
+            b.set_position((f.clamp(0.0, 1.0) * 1000.0) as u64);
+        }
+    };
+    let r = raid::raid(&cfg, &spec, &mut progress).map_err(Failure::Run)?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if let Some(dir) = &args.plot {
+        raid_plots(dir, &cfg, &r)?;
+    }
+    let mut summary = format!(
+        "RAID-{} of {} x {} at {} (array {}), stripe {}, driver {} (format TRIM {})\n",
+        args.level,
+        args.members,
+        cfg.name,
+        duraflash::ByteSize(r.member_bytes),
+        duraflash::ByteSize(r.array_bytes),
+        duraflash::ByteSize(args.stripe.0),
+        serde_json::to_value(args.driver).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
+        if r.trim_passed { "passed to the members" } else { "dropped by the driver" },
+    );
+    summary += &format!(
+        "torture: {:.2} array-writes of 4 KiB random writes at QD 32 ({:.1} s simulated); format unmapped {} units\n",
+        r.drive_writes, r.torture_secs, r.trimmed_units
+    );
+    summary += &format!(
+        "{:<20} {:>10} {:>10}   (HD Tach, {} requests)\n",
+        "state",
+        "read MB/s",
+        "write MB/s",
+        size_label(r.request_bytes)
+    );
+    for (name, m) in [
+        ("one member, clean", &r.single),
+        ("array clean", &r.clean),
+        ("array tortured", &r.tortured),
+        ("array after format", &r.after_format),
+    ] {
+        summary += &format!("{name:<20} {:>10.1} {:>10.1}\n", m.read_mbps, m.write_mbps);
+    }
+    summary += &format!("{:<20} {:>10} {:>10}\n", "4 KiB random read", "QD1 IOPS", "QD32 IOPS");
+    for (name, x) in [("one member", &r.single_random_read), ("array", &r.random_read)] {
+        summary += &format!("{name:<20} {:>10.0} {:>10.0}\n", x.qd1_iops, x.qd32_iops);
+    }
+    let labels: Vec<String> = (0..r.smart.len()).map(|i| format!("member {i}")).collect();
+    let smart: Vec<(&str, Smart)> = labels.iter().map(String::as_str).zip(r.smart.iter().cloned()).collect();
+    emit(&args.out, &summary, &RaidOutput { provenance: Provenance::new(&cfg), spec: &spec, report: &r }, &smart)
+}
+
+fn raid_plots(dir: &Path, cfg: &DriveConfig, r: &RaidReport) -> Result<(), Failure> {
+    std::fs::create_dir_all(dir).map_err(|e| Failure::Run(format!("--plot {}: {e}", dir.display())))?;
+    let gb = |o: u64| o as f64 / 1e9;
+    let states = [("clean", &r.clean), ("tortured", &r.tortured), ("after format", &r.after_format)];
+    let driver = serde_json::to_value(r.driver).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+    for (dir_name, pick) in [("read", true), ("write", false)] {
+        let series = states
+            .iter()
+            .map(|(name, s)| {
+                let sweep = if pick { &s.hdtach.read } else { &s.hdtach.write };
+                Series { name: (*name).into(), points: sweep.zones.iter().map(|z| (gb(z.offset), z.mbps)).collect() }
+            })
+            .collect();
+        let chart = LineChart {
+            title: format!("HD Tach {dir_name}: RAID-{} of {}, driver {driver}", r.layout.level, cfg.name),
+            x_label: "position (GB)".into(),
+            y_label: "MB/s".into(),
+            series,
+            y_from_zero: true,
+            ..Default::default()
+        };
+        write_plot(&Some(dir.join(format!("raid{}-{driver}-{dir_name}.svg", r.layout.level))), &chart)?;
+    }
+    Ok(())
+}
+
+/// The review's PCMark Vantage HDD scores: clean, used, after the optimizer.
+const REVIEW_SCORES: [f64; 3] = [35909.0, 30354.0, 34014.0];
+
+#[derive(Serialize)]
+struct OptimizerOutput<'a> {
+    #[serde(flatten)]
+    provenance: Provenance<'a>,
+    #[serde(flatten)]
+    report: &'a OptimizerReport,
+    review: [f64; 3],
+}
+
+pub(super) fn optimizer(args: OptimizerArgs) -> Result<(), Failure> {
+    setup_threads(&args.out)?;
+    let mut cfg = DriveConfig::preset(&args.preset)
+        .and_then(|c| c.scaled(args.capacity.0))
+        .map_err(|e| Failure::Usage(format!("--preset/--capacity: {e}")))?;
+    if cfg.compression || cfg.dedup {
+        return Err(Failure::Usage(format!(
+            "--preset {}: the trace writes no content; use samsung830-64g or intel-x25m-g2-160g",
+            args.preset
+        )));
+    }
+    cfg.seed = args.seed;
+    cfg.media = duraflash::Media::MetadataOnly;
+    let drive = Drive::new(cfg.clone()).map_err(|e| Failure::Usage(e.to_string()))?;
+    let bar = progress_bar(args.out.quiet);
+    let mut progress = |phase: &str, f: f64| {
+        if let Some(b) = &bar {
+            b.set_prefix(phase.to_string());
+            b.set_position((f.clamp(0.0, 1.0) * 1000.0) as u64);
+        }
+    };
+    let r = optimizer::optimizer(&drive, args.seed, &mut progress).map_err(Failure::Run)?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let mut summary = format!(
+        "optimizer {} at {}: {} commands at QD {} ({:.0} MB read, {:.0} MB written), files on {:.0}% of the LBAs, \
+         wiper unmapped {} units\n",
+        cfg.name,
+        duraflash::ByteSize(cfg.logical_bytes),
+        r.commands,
+        optimizer::TRACE_QD,
+        r.read_bytes as f64 / 1e6,
+        r.write_bytes as f64 / 1e6,
+        r.used_share * 100.0,
+        r.wiped_units
+    );
+    summary += &format!(
+        "{:<12} {:>10} {:>8} {:>6} {:>14} {:>8}\n",
+        "state", "score", "% clean", "WAF", "review score", "% clean"
+    );
+    for (i, (name, score)) in
+        [("clean", r.clean), ("used", r.used), ("after wiper", r.after_wiper)].into_iter().enumerate()
+    {
+        summary += &format!(
+            "{name:<12} {score:>10.0} {:>7.1}% {:>6.2} {:>14.0} {:>7.1}%\n",
+            score / r.clean * 100.0,
+            r.waf[i],
+            REVIEW_SCORES[i],
+            REVIEW_SCORES[i] / REVIEW_SCORES[0] * 100.0
+        );
+    }
+    summary += "(score: KB/s of trace I/O; the review's is PCMark Vantage HDD on a 160 GB X25-M G2)\n";
+    let smart = [("after wiper", r.smart.clone())];
+    emit(
+        &args.out,
+        &summary,
+        &OptimizerOutput { provenance: Provenance::new(&cfg), report: &r, review: REVIEW_SCORES },
+        &smart,
+    )
 }

@@ -6,7 +6,71 @@ use std::collections::BinaryHeap;
 
 use serde::Serialize;
 
-use crate::units::SimTime;
+use crate::controller::Drive;
+use crate::error::DriveError;
+use crate::units::{Lba, SimTime};
+
+pub mod fs;
+pub mod raid;
+
+/// What workloads and benchmarks drive: one [`Drive`] or a
+/// [`raid::Array`] of them. Commands are issued through a [`HostQueue`]
+/// and complete in simulated time.
+pub trait BlockDevice: Clone {
+    /// What a command can fail with.
+    type Error: std::error::Error;
+    /// Host-visible capacity in bytes.
+    fn capacity_bytes(&self) -> u64;
+    /// Completion time of the latest command.
+    fn now(&self) -> SimTime;
+    /// Whether written bytes matter (see [`Drive::needs_content`]).
+    fn needs_content(&self) -> bool;
+    /// Writes `(lba, data)` requests issued through `queue`.
+    fn write_batch_on(&mut self, requests: &[(Lba, &[u8])], queue: &mut HostQueue) -> Result<(), Self::Error>;
+    /// Reads `sectors` at `lba` through `queue`; the bytes when `want_data`.
+    fn read_on(
+        &mut self,
+        lba: Lba,
+        sectors: u64,
+        queue: &mut HostQueue,
+        want_data: bool,
+    ) -> Result<Option<Vec<u8>>, Self::Error>;
+    /// TRIMs `(lba, sectors)` ranges as one command; returns units unmapped.
+    fn trim_on(&mut self, ranges: &[(Lba, u64)], queue: &mut HostQueue) -> Result<u64, Self::Error>;
+    /// The host is idle from `from` to `until` (see [`Drive::idle`]).
+    fn idle(&mut self, from: SimTime, until: SimTime) -> Result<(), Self::Error>;
+}
+
+impl BlockDevice for Drive {
+    type Error = DriveError;
+    fn capacity_bytes(&self) -> u64 {
+        self.config().logical_bytes
+    }
+    fn now(&self) -> SimTime {
+        Drive::now(self)
+    }
+    fn needs_content(&self) -> bool {
+        Drive::needs_content(self)
+    }
+    fn write_batch_on(&mut self, requests: &[(Lba, &[u8])], queue: &mut HostQueue) -> Result<(), DriveError> {
+        Drive::write_batch_on(self, requests, queue)
+    }
+    fn read_on(
+        &mut self,
+        lba: Lba,
+        sectors: u64,
+        queue: &mut HostQueue,
+        want_data: bool,
+    ) -> Result<Option<Vec<u8>>, DriveError> {
+        Drive::read_on(self, lba, sectors, queue, want_data)
+    }
+    fn trim_on(&mut self, ranges: &[(Lba, u64)], queue: &mut HostQueue) -> Result<u64, DriveError> {
+        Drive::trim_on(self, ranges, queue)
+    }
+    fn idle(&mut self, from: SimTime, until: SimTime) -> Result<(), DriveError> {
+        Drive::idle(self, from, until).map(|_| ())
+    }
+}
 
 /// Keeps up to `depth` commands in flight: a command is issued as soon as
 /// one of the outstanding ones completes (a benchmark's worker threads).

@@ -84,6 +84,7 @@ pub mod nbd;
 pub mod pattern;
 pub mod plot;
 pub mod report;
+pub mod smart;
 pub mod timing;
 pub mod trace;
 pub mod units;

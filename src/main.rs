@@ -12,7 +12,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use duraflash::config::{DriveConfig, GcPolicy, Media};
+use duraflash::host::raid::{Level, TrimPolicy};
 use duraflash::pattern::DataSpec;
+use duraflash::smart::Smart;
 use duraflash::workload::access::Access;
 use duraflash::workload::wa::{self, WaReport, WaSpec};
 use duraflash::{ByteSize, Drive};
@@ -61,6 +63,14 @@ enum Command {
     /// Serve the drive over NBD (qemu, nbdinfo, nbdcopy, fio, nbdfuse) until
     /// SIGINT/SIGTERM, then print the final JSON report.
     Serve(ServeArgs),
+    /// The RAID TRIM experiment: one member alone, then the array clean,
+    /// filled, tortured with 4 KiB random writes at QD 32, formatted (TRIM
+    /// every LBA, which the driver may drop) and measured with HD Tach.
+    Raid(RaidArgs),
+    /// Manual TRIM: a desktop-like trace over a filesystem model scored
+    /// clean, used (deleted files never trimmed) and after a wiper TRIMs
+    /// the filesystem's free space.
+    Optimizer(OptimizerArgs),
     /// Replay a block trace (MSR Cambridge, blkparse, FIU dedup, SPC;
     /// plain or gzip) on the drive and report WAF, dedup and latencies.
     Replay(ReplayArgs),
@@ -297,6 +307,68 @@ struct TortureArgs {
     out: Output,
 }
 
+#[derive(Args)]
+struct RaidArgs {
+    /// RAID level: 0, 1 or 10.
+    #[arg(long, value_parser = parse_level)]
+    level: Level,
+    /// Member drives (RAID-0 and RAID-1: 2 or more; RAID-10: even, 4 or more).
+    #[arg(long)]
+    members: usize,
+    /// Stripe size: a multiple of the members' 4 KiB mapping unit.
+    #[arg(long, default_value = "128KiB")]
+    stripe: ByteSize,
+    /// The RAID driver's TRIM policy: rst-10.6 (RAID-1 only), rst-11.2 (RAID-0 and 1), passthrough.
+    #[arg(long, value_parser = parse_policy)]
+    driver: TrimPolicy,
+    /// The protocol run on the array.
+    #[arg(long, value_enum, default_value = "torture")]
+    protocol: RaidProtocol,
+    /// Member drives; --capacity is each member's (default 1GiB).
+    #[command(flatten)]
+    drive: DriveArgs,
+    /// Simulated minutes of torture on full-size members (scaled with --capacity).
+    #[arg(long, default_value_t = 30.0, allow_negative_numbers = true)]
+    minutes: f64,
+    /// HD Tach zones per pass.
+    #[arg(long, default_value_t = duraflash::workload::review::HDTACH_ZONES)]
+    zones: u32,
+    /// Write the HD Tach read and write graphs (SVG) into this directory.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    #[command(flatten)]
+    out: Output,
+}
+
+#[derive(Args)]
+struct OptimizerArgs {
+    /// Built-in drive preset (a conventional drive: the trace writes no content).
+    #[arg(long, default_value = "intel-x25m-g2-160g")]
+    preset: String,
+    /// Scale the drive down to this host capacity.
+    #[arg(long, default_value = "1GiB")]
+    capacity: ByteSize,
+    /// Seed of the filesystem content and the trace.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    #[command(flatten)]
+    out: Output,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum RaidProtocol {
+    /// Secure erase, fill, 4 KiB random writes at QD 32, format, HD Tach.
+    Torture,
+}
+
+fn parse_level(s: &str) -> Result<Level, String> {
+    s.parse().map_err(|e: duraflash::host::raid::RaidError| e.to_string())
+}
+
+fn parse_policy(s: &str) -> Result<TrimPolicy, String> {
+    s.parse().map_err(|e: duraflash::host::raid::RaidError| e.to_string())
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 #[value(rename_all = "kebab-case")]
 enum TortureDataArg {
@@ -520,6 +592,9 @@ struct Output {
     /// Worker threads for the compression/hash pipeline (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
+    /// Print the drive's SMART attributes (smartctl -A style) and add `smart` to the JSON.
+    #[arg(long)]
+    smart: bool,
 }
 
 #[derive(Args)]
@@ -613,6 +688,8 @@ fn main() -> ExitCode {
         Command::Reproduce(args) => commands::reproduce(args),
         Command::Serve(args) => serve::serve(args),
         Command::Replay(args) => commands::replay(args),
+        Command::Raid(args) => commands::raid(args),
+        Command::Optimizer(args) => commands::optimizer(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -687,11 +764,40 @@ fn run_wa(args: WaArgs) -> Result<(), Failure> {
         dedupe_pct: args.data.dedupe_pct,
         report: &report,
     };
-    emit(&args.out, &summary, &output)
+    emit(&args.out, &summary, &output, &[("", Smart::of(&drive))])
 }
 
-fn emit(out: &Output, summary: &str, value: &impl Serialize) -> Result<(), Failure> {
-    let json = serde_json::to_string_pretty(value).map_err(|e| Failure::Run(e.to_string()))?;
+/// Prints `summary` and writes `value` as JSON where `--json` says. With
+/// `--smart`, each labelled SMART table (one per drive) follows the
+/// summary, and the JSON gets `smart`: the table, or an object of tables
+/// by label when there are several.
+fn emit(out: &Output, summary: &str, value: &impl Serialize, smart: &[(&str, Smart)]) -> Result<(), Failure> {
+    let mut summary = summary.to_string();
+    let json = if out.smart {
+        let mut value = serde_json::to_value(value).map_err(|e| Failure::Run(e.to_string()))?;
+        if smart.is_empty() {
+            return Err(Failure::Usage("--smart: this command has no drive to report on".into()));
+        }
+        let json = match smart {
+            [(_, one)] => serde_json::to_value(one),
+            many => serde_json::to_value(
+                many.iter().map(|(l, s)| (l.to_string(), s)).collect::<std::collections::BTreeMap<_, _>>(),
+            ),
+        }
+        .map_err(|e| Failure::Run(e.to_string()))?;
+        if let Some(map) = value.as_object_mut() {
+            map.insert("smart".into(), json);
+        }
+        for (label, table) in smart {
+            let label = if label.is_empty() { String::new() } else { format!(" ({label})") };
+            summary += &format!("SMART attributes{label}, {:?} table:\n{}", table.vendor, table.table());
+        }
+        serde_json::to_string_pretty(&value)
+    } else {
+        serde_json::to_string_pretty(value)
+    }
+    .map_err(|e| Failure::Run(e.to_string()))?;
+    let summary = summary.as_str();
     match out.json.as_deref() {
         Some(p) if commands::is_stdout(p) => {
             eprint!("{summary}");

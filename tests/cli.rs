@@ -27,7 +27,7 @@ const QUICK: [&str; 14] = [
 
 #[test]
 fn bad_input_exits_2_with_one_line_naming_the_problem() {
-    let cases: [(&[&str], &str); 21] = [
+    let cases: [(&[&str], &str); 28] = [
         (&["wa", "--bogus"], "--bogus"),
         (&["wa", "--capacity", "12XB"], "--capacity"),
         (&["wa", "--capacity", "lots"], "--capacity"),
@@ -49,6 +49,13 @@ fn bad_input_exits_2_with_one_line_naming_the_problem() {
         (&["serve", "--metrics", "9100"], "--metrics"),
         (&["serve", "--stats-interval", "-1"], "--stats-interval"),
         (&["serve", "--capacity", "1TB"], "capacity"),
+        (&["raid", "--level", "0", "--members", "1", "--driver", "rst-11.2"], "--members 1"),
+        (&["raid", "--level", "10", "--members", "3", "--driver", "passthrough"], "even"),
+        (&["raid", "--level", "5", "--members", "3", "--driver", "passthrough"], "0, 1, 10"),
+        (&["raid", "--level", "0", "--members", "2", "--driver", "rst-9"], "rst-10.6"),
+        (&["raid", "--level", "0", "--members", "2", "--driver", "rst-11.2", "--stripe", "6k"], "--stripe"),
+        (&["optimizer", "--preset", "sf2281-240g"], "--preset"),
+        (&["sweep", "--smart", "--point", "0"], "--smart"),
     ];
     for (args, needle) in cases {
         let out = duraflash(args);
@@ -141,4 +148,22 @@ fn sweep_jobs_merge_to_the_same_results() {
     };
     assert_eq!(points_of(&merged.stdout), points_of(&direct.stdout));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn smart_adds_a_table_and_json_whose_byte_counts_match_the_stats() {
+    let mut args = QUICK.to_vec();
+    args.extend(["--smart", "--json", "-"]);
+    let out = duraflash(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("ID# ATTRIBUTE_NAME") && err.contains("241 Lifetime_Writes_GiB"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    let attr = |id: u64| v["smart"]["attributes"].as_array().unwrap().iter().find(|a| a["id"] == id).cloned().unwrap();
+    let (nand, host) = (attr(233)["bytes"].as_u64().unwrap(), attr(241)["bytes"].as_u64().unwrap());
+    assert_eq!(attr(241)["raw"].as_u64().unwrap(), host >> 30);
+    // The run's WAF is over the measured phase; the lifetime ratio covers the fill too.
+    assert!(nand > 0 && host > 0 && nand as f64 / host as f64 >= 1.0);
+    let plain = duraflash(&QUICK);
+    assert!(!String::from_utf8_lossy(&plain.stdout).contains("ATTRIBUTE_NAME"), "no table without --smart");
 }

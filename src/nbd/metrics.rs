@@ -2,9 +2,8 @@
 //! Prometheus text exposition of the same counters, and a minimal
 //! HTTP/1.0 responder for `GET /metrics`.
 //!
-//! The SMART attributes are the SandForce ones derivable from the
-//! counters: 233 (NAND writes, GiB), 241 (host writes, GiB), 242 (host
-//! reads, GiB), plus the P/E cycle spread.
+//! The SMART attributes come from [`crate::smart`]: the drive vendor's
+//! table, raw values in each attribute's unit.
 
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
@@ -88,14 +87,10 @@ pub fn prometheus(s: &Snapshot) -> String {
     ] {
         let _ = writeln!(out, "duraflash_nbd_requests_total{{command=\"{cmd}\"}} {n}");
     }
-    let _ = writeln!(out, "# HELP duraflash_smart_raw SandForce SMART attributes (raw values, GiB).");
+    let _ = writeln!(out, "# HELP duraflash_smart_raw SMART attributes, raw values in each attribute's unit.");
     let _ = writeln!(out, "# TYPE duraflash_smart_raw gauge");
-    for (id, name, bytes) in [
-        (233, "nand_writes_gib", st.nand_bytes_programmed),
-        (241, "lifetime_writes_gib", st.host_write_bytes),
-        (242, "lifetime_reads_gib", st.host_read_bytes),
-    ] {
-        let _ = writeln!(out, "duraflash_smart_raw{{id=\"{id}\",name=\"{name}\"}} {}", bytes >> 30);
+    for a in &s.smart.attributes {
+        let _ = writeln!(out, "duraflash_smart_raw{{id=\"{}\",name=\"{}\"}} {}", a.id, a.name, a.raw);
     }
     out
 }

@@ -141,6 +141,8 @@ pub struct Snapshot {
     pub size_bytes: u64,
     /// The drive's counters.
     pub stats: Stats,
+    /// The drive's SMART attributes.
+    pub smart: crate::smart::Smart,
     /// Requests served.
     pub served: Served,
     /// Simulated latencies, when asked for (see [`Server::snapshot`]).
@@ -273,6 +275,7 @@ impl Server {
             sim_seconds: s.drive.now().secs(),
             size_bytes: self.size,
             stats: s.drive.stats(),
+            smart: crate::smart::Smart::of(&s.drive),
             served: Served {
                 connections: get(&c.connections),
                 open_connections: self.open.load(Ordering::Relaxed) as u64,

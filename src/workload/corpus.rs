@@ -82,6 +82,10 @@ pub struct CorpusReport {
     pub pipeline_cpu_mbps: f64,
     /// MB per CPU-second of raw lz4_flex + blake3.
     pub raw_cpu_mbps: f64,
+    /// SMART attributes of the steady-state drive (the CLI adds them to
+    /// JSON when asked).
+    #[serde(skip)]
+    pub smart: crate::smart::Smart,
 }
 
 /// lz4 on `corpus` in `unit`-byte blocks: stored bytes over raw bytes,
@@ -165,6 +169,7 @@ pub fn run(
         pipeline_ratio: speed.wall.0 / speed.wall.1,
         pipeline_cpu_mbps: speed.cpu.0,
         raw_cpu_mbps: speed.cpu.1,
+        smart: crate::smart::Smart::of(&drive),
     })
 }
 

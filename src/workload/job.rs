@@ -5,10 +5,8 @@
 use serde::Serialize;
 
 use crate::content::Content;
-use crate::controller::Drive;
-use crate::error::DriveError;
 use crate::fio::{Distribution, Rw};
-use crate::host::{CommandKind, HostQueue, QueueSummary};
+use crate::host::{BlockDevice, CommandKind, HostQueue, QueueSummary};
 use crate::pattern::{unit_seed, DataSpec, PatternGen};
 use crate::units::{Lba, SECTOR_BYTES};
 use crate::workload::access::{Access, SlotStream};
@@ -130,21 +128,25 @@ impl JobSpec {
     }
 }
 
-/// Runs `spec` on `drive`, starting when the drive's last command
-/// completed. `progress` gets the fraction done.
-pub fn run_job(drive: &mut Drive, spec: &JobSpec, progress: &mut dyn FnMut(f64)) -> Result<JobResult, String> {
+/// Runs `spec` on `drive` (a drive or an array), starting when its last
+/// command completed. `progress` gets the fraction done.
+pub fn run_job<D: BlockDevice>(
+    drive: &mut D,
+    spec: &JobSpec,
+    progress: &mut dyn FnMut(f64),
+) -> Result<JobResult, String> {
     let mut gen = PatternGen::new(spec.data, unit_seed(spec.seed, 1)).map_err(|e| e.to_string())?;
     run_job_with(drive, spec, &mut gen, progress)
 }
 
 /// Runs `spec` with writes carrying `content` instead of `spec.data`.
-pub fn run_job_with(
-    drive: &mut Drive,
+pub fn run_job_with<D: BlockDevice>(
+    drive: &mut D,
     spec: &JobSpec,
     content: &mut dyn Content,
     progress: &mut dyn FnMut(f64),
 ) -> Result<JobResult, String> {
-    spec.validate(drive.config().logical_bytes)?;
+    spec.validate(drive.capacity_bytes())?;
     let slots = spec.length / spec.bs;
     let access = match spec.distribution {
         Distribution::Random => Access::Uniform,
@@ -159,7 +161,7 @@ pub fn run_job_with(
     let mut next_seq = 0u64;
     let (mut ops, mut bytes) = (0u64, 0u64);
     let sectors = spec.bs / SECTOR_BYTES;
-    let fail = |e: DriveError| format!("job '{}': {e}", spec.name);
+    let fail = |e: D::Error| format!("job '{}': {e}", spec.name);
     loop {
         let fraction = match spec.limit {
             Limit::Ops(n) => ops as f64 / n.max(1) as f64,
@@ -264,7 +266,7 @@ impl Batch {
         self.lbas.push(lba);
     }
 
-    fn flush(&mut self, drive: &mut Drive, queue: &mut HostQueue) -> Result<(), DriveError> {
+    fn flush<D: BlockDevice>(&mut self, drive: &mut D, queue: &mut HostQueue) -> Result<(), D::Error> {
         if self.lbas.is_empty() {
             return Ok(());
         }

@@ -4,6 +4,8 @@
 pub mod access;
 pub mod corpus;
 pub mod job;
+pub mod optimizer;
+pub mod raid;
 pub mod review;
 pub mod sweep;
 pub mod torture;

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::controller::Drive;
 use crate::fio::{Distribution, Rw};
+use crate::host::BlockDevice;
 use crate::pattern::{unit_seed, DataSpec};
 use crate::workload::job::{run_job, JobSpec, Limit};
 
@@ -63,19 +64,32 @@ pub struct Sweep {
 /// Sweeps the whole span in `zones` zones with sequential `request`-byte
 /// commands at queue depth 1, reading (`Rw::Read`) or writing
 /// (`Rw::Write`, with `data`). Reads do not change the drive; writes do.
-pub fn hdtach_sweep(
-    drive: &mut Drive,
+pub fn hdtach_sweep<D: BlockDevice>(
+    drive: &mut D,
     rw: Rw,
     zones: u32,
     data: DataSpec,
     seed: u64,
     progress: &mut dyn FnMut(f64),
 ) -> Result<Sweep, String> {
-    let capacity = drive.config().logical_bytes;
+    sweep(drive, rw, HDTACH_REQUEST, zones, data, seed, progress)
+}
+
+/// [`hdtach_sweep`] with `request`-byte commands.
+fn sweep<D: BlockDevice>(
+    drive: &mut D,
+    rw: Rw,
+    request: u64,
+    zones: u32,
+    data: DataSpec,
+    seed: u64,
+    progress: &mut dyn FnMut(f64),
+) -> Result<Sweep, String> {
+    let capacity = drive.capacity_bytes();
     let zones = u64::from(zones.max(1));
-    let zone_bytes = (capacity / zones) / HDTACH_REQUEST * HDTACH_REQUEST;
+    let zone_bytes = (capacity / zones) / request * request;
     if zone_bytes == 0 {
-        return Err(format!("the drive is too small for {zones} HD Tach zones of one {HDTACH_REQUEST}-byte request"));
+        return Err(format!("the drive is too small for {zones} HD Tach zones of one {request}-byte request"));
     }
     // HD Tach covers the whole span: each zone is swept entirely.
     let sample = zone_bytes;
@@ -85,7 +99,7 @@ pub fn hdtach_sweep(
         let spec = JobSpec {
             name: format!("hdtach-{z}"),
             rw,
-            bs: HDTACH_REQUEST,
+            bs: request,
             iodepth: 1,
             offset: z * zone_bytes,
             length: sample,
@@ -116,16 +130,30 @@ pub struct HdTach {
 }
 
 /// Runs an HD Tach pass (see [`HdTach`]).
-pub fn hdtach(
-    drive: &mut Drive,
+pub fn hdtach<D: BlockDevice>(
+    drive: &mut D,
     zones: u32,
     data: DataSpec,
     seed: u64,
     progress: &mut dyn FnMut(f64),
 ) -> Result<HdTach, String> {
-    let read = hdtach_sweep(drive, Rw::Read, zones, data, unit_seed(seed, 1), &mut |f| progress(f / 2.0))?;
+    hdtach_sized(drive, HDTACH_REQUEST, zones, data, seed, progress)
+}
+
+/// An HD Tach pass with `request`-byte commands (a RAID driver that
+/// coalesces sequential I/O into full stripes).
+pub fn hdtach_sized<D: BlockDevice>(
+    drive: &mut D,
+    request: u64,
+    zones: u32,
+    data: DataSpec,
+    seed: u64,
+    progress: &mut dyn FnMut(f64),
+) -> Result<HdTach, String> {
+    let read = sweep(drive, Rw::Read, request, zones, data, unit_seed(seed, 1), &mut |f| progress(f / 2.0))?;
     let mut copy = drive.clone();
-    let write = hdtach_sweep(&mut copy, Rw::Write, zones, data, unit_seed(seed, 2), &mut |f| progress(0.5 + f / 2.0))?;
+    let write =
+        sweep(&mut copy, Rw::Write, request, zones, data, unit_seed(seed, 2), &mut |f| progress(0.5 + f / 2.0))?;
     Ok(HdTach { read, write })
 }
 
@@ -196,15 +224,15 @@ pub struct IometerPoint {
 /// in [`IOMETER_QDS`], `ops` commands each, over the first `span` bytes
 /// (which should hold data, or reads cost no NAND). `data` is what the
 /// writes carry.
-pub fn iometer(
-    drive: &mut Drive,
+pub fn iometer<D: BlockDevice>(
+    drive: &mut D,
     span: u64,
     ops: u64,
     data: DataSpec,
     seed: u64,
     progress: &mut dyn FnMut(f64),
 ) -> Result<Vec<IometerPoint>, String> {
-    let span = span.min(drive.config().logical_bytes) / 4096 * 4096;
+    let span = span.min(drive.capacity_bytes()) / 4096 * 4096;
     let job = |rw: Rw, qd: u32| JobSpec {
         name: format!("iometer-{rw:?}-qd{qd}").to_lowercase(),
         rw,

@@ -11,7 +11,7 @@ use crate::config::DriveConfig;
 use crate::controller::Drive;
 use crate::fio::{Distribution, Rw};
 use crate::firmware::DSM_MAX_SECTORS;
-use crate::host::HostQueue;
+use crate::host::{BlockDevice, HostQueue};
 use crate::pattern::{unit_seed, DataSpec};
 use crate::plot::{LineChart, Series};
 use crate::units::Lba;
@@ -22,8 +22,8 @@ use crate::workload::review::{atto, hdtach, AttoPoint, HdTach, HDTACH_REQUEST};
 /// the next tool): queued background work drains, idle GC runs.
 pub const IDLE_BETWEEN_STEPS_NS: u64 = 60_000_000_000;
 
-/// Lets the drive sit idle between two steps.
-fn pause(drive: &mut Drive) -> Result<(), String> {
+/// Lets the drive (or array) sit idle between two steps.
+pub fn pause<D: BlockDevice>(drive: &mut D) -> Result<(), String> {
     let from = drive.now();
     drive.idle(from, from + IDLE_BETWEEN_STEPS_NS).map_err(|e| e.to_string())?;
     Ok(())
@@ -126,12 +126,15 @@ pub struct TortureReport {
     pub after_trim: State,
     /// After trimming everything again.
     pub after_second_trim: State,
+    /// SMART attributes at the end (the CLI adds them to JSON when asked).
+    #[serde(skip)]
+    pub smart: crate::smart::Smart,
 }
 
 /// TRIMs every LBA the way Windows does on a format: ranges of at most
 /// 65535 sectors, 64 to a DSM command, commands one after another.
-pub fn format_trim(drive: &mut Drive) -> Result<u64, String> {
-    let sectors = drive.capacity_sectors();
+pub fn format_trim<D: BlockDevice>(drive: &mut D) -> Result<u64, String> {
+    let sectors = drive.capacity_bytes() / crate::units::SECTOR_BYTES;
     let ranges: Vec<(Lba, u64)> = (0..sectors.div_ceil(DSM_MAX_SECTORS))
         .map(|i| {
             let start = i * DSM_MAX_SECTORS;
@@ -222,6 +225,7 @@ pub fn torture(
         tortured,
         after_trim,
         after_second_trim,
+        smart: crate::smart::Smart::of(&drive),
     })
 }
 
