@@ -57,8 +57,9 @@ enum Command {
     /// CSV, JSON and a plot of WAF against OP.
     Sweep(SweepArgs),
     /// Every reproduced figure in one run: the WA model check, corpora, the
-    /// SandForce torture protocol and ATTO, written as DIR/index.html,
-    /// DIR/report.md and DIR/results.json.
+    /// SandForce torture protocol and ATTO, TRIM through RAID-0, manual
+    /// TRIM (optimizer) and SMART, written as DIR/index.html, DIR/report.md
+    /// and DIR/results.json.
     Reproduce(ReproduceArgs),
     /// Serve the drive over NBD (qemu, nbdinfo, nbdcopy, fio, nbdfuse) until
     /// SIGINT/SIGTERM, then print the final JSON report.
@@ -84,7 +85,7 @@ struct ReproduceArgs {
     /// quick (scale models, minutes), full (the real drive sizes, hours) or tiny (seconds, for tests).
     #[arg(long, default_value = "quick", value_parser = |s: &str| s.parse::<duraflash::report::Scale>())]
     scale: duraflash::report::Scale,
-    /// Run only these parts (comma-separated): wa, corpora, torture, atto.
+    /// Run only these parts (comma-separated): wa, corpora, torture, atto, raid, optimizer, smart.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Base seed.

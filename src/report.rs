@@ -1,4 +1,6 @@
-//! `duraflash reproduce`: every figure the project reproduces, in one run,
+//! `duraflash reproduce`: every figure the project reproduces (WA model
+//! check, corpora, SandForce torture and ATTO, RAID-0 TRIM, manual TRIM,
+//! SMART), in one run,
 //! written as a report a person can read (`index.html`, `report.md`) and a
 //! machine can check (`results.json`). Each part sets what the reviews
 //! measured (or the analytic model predicts) beside what the model
@@ -44,7 +46,7 @@ impl std::str::FromStr for Scale {
 }
 
 /// The parts, in report order.
-pub const PARTS: [&str; 4] = ["wa", "corpora", "torture", "atto"];
+pub const PARTS: [&str; 7] = ["wa", "corpora", "torture", "atto", "raid", "optimizer", "smart"];
 
 /// One line of a comparison: a reference (a review's figure, or a model's
 /// prediction, or the review's words where it gave no number) beside ours.
@@ -145,7 +147,10 @@ pub fn reproduce(
             "wa" => wa_part(dir, scale, seed, &mut tick),
             "corpora" => corpora_part(dir, scale, seed, &mut tick),
             "torture" => torture_part(dir, scale, seed, &mut tick, &mut tortures),
-            _ => atto_part(dir, scale, seed, &mut tick, &mut tortures),
+            "atto" => atto_part(dir, scale, seed, &mut tick, &mut tortures),
+            "raid" => raid_part(dir, scale, seed, &mut tick),
+            "optimizer" => optimizer_part(scale, seed, &mut tick),
+            _ => smart_part(scale, seed, &mut tick),
         };
         part.wall_secs = t.elapsed().as_secs_f64();
         parts.push(part);
@@ -478,13 +483,217 @@ fn atto_part(
     })
 }
 
+fn raid_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
+    use crate::host::raid::{Level, TrimPolicy};
+    use crate::workload::raid::{raid, RaidSpec};
+    let part = empty(
+        "raid",
+        "TRIM through RAID-0 (two Samsung 830 64 GB)",
+        "AnandTech 2012, seed notes section 1: RST 10.6 passes no TRIM to RAID-0, 11.2 does",
+        "The array splits each request over its members by 128 KiB stripes and completes it when the slowest \
+         member does. The format's TRIM becomes exactly the member ranges it covers when the driver passes it; \
+         RST 10.6 drops it for RAID-0, so the members keep every tortured block full of stale data and writes \
+         stay slow. Random 4 KiB reads at QD 1 touch one member at a time.",
+    );
+    fill(part, |part| {
+        let capacity = match scale {
+            Scale::Tiny => Some(64 << 20),
+            Scale::Quick => Some(512 << 20),
+            Scale::Full => None,
+        };
+        let mut member = DriveConfig::preset("samsung830-64g").map_err(|e| e.to_string())?;
+        if let Some(c) = capacity {
+            member = member.scaled(c).map_err(|e| e.to_string())?;
+        }
+        member.media = crate::Media::MetadataOnly;
+        member.seed = seed;
+        for (i, driver) in [TrimPolicy::Rst10_6, TrimPolicy::Rst11_2].into_iter().enumerate() {
+            let spec = RaidSpec {
+                level: Level::Raid0,
+                members: 2,
+                stripe_bytes: 128 << 10,
+                driver,
+                minutes: 30.0,
+                zones: 32,
+                seed,
+            };
+            let r = raid(&member, &spec, &mut |_, f| tick((i as f64 + f) / 2.0))?;
+            let d = serde_json::to_value(driver).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+            if i == 0 {
+                part.rows.push(row(
+                    "array / one member: sequential read",
+                    None,
+                    "about 2 (over 1 GB/s vs almost 500 MB/s)",
+                    r.clean.read_mbps / r.single.read_mbps,
+                    "ratio",
+                ));
+                part.rows.push(row(
+                    "array / one member: sequential write",
+                    None,
+                    "about 2 (over 300 vs under 160 MB/s)",
+                    r.clean.write_mbps / r.single.write_mbps,
+                    "ratio",
+                ));
+                part.rows.push(row(
+                    "array / one member: 4 KiB random read QD 1",
+                    Some(1.0),
+                    "no gain (1.0)",
+                    r.random_read.qd1_iops / r.single_random_read.qd1_iops,
+                    "ratio",
+                ));
+                part.rows.push(row(
+                    "array / one member: 4 KiB random read QD 32",
+                    None,
+                    "gains (about 2)",
+                    r.random_read.qd32_iops / r.single_random_read.qd32_iops,
+                    "ratio",
+                ));
+                part.rows.push(row("one member: sequential read", None, "almost 500", r.single.read_mbps, "MB/s"));
+                part.rows.push(row("one member: sequential write", None, "under 160", r.single.write_mbps, "MB/s"));
+            }
+            part.rows.push(row(
+                format!("{d}: tortured write / clean"),
+                None,
+                "drops",
+                r.tortured.write_mbps / r.clean.write_mbps,
+                "ratio",
+            ));
+            let after = if driver == TrimPolicy::Rst10_6 { "no recovery (as tortured)" } else { "full recovery (1.0)" };
+            part.rows.push(row(
+                format!("{d}: write after format / clean"),
+                None,
+                after,
+                r.after_format.write_mbps / r.clean.write_mbps,
+                "ratio",
+            ));
+            let series = [("clean", &r.clean), ("tortured", &r.tortured), ("after format", &r.after_format)]
+                .into_iter()
+                .map(|(name, m)| Series {
+                    name: name.into(),
+                    points: m.hdtach.write.zones.iter().map(|z| (z.offset as f64 / 1e9, z.mbps)).collect(),
+                })
+                .collect();
+            let chart = LineChart {
+                title: format!("HD Tach write, RAID-0 of two samsung830-64g, driver {d}"),
+                x_label: "position (GB)".into(),
+                y_label: "MB/s".into(),
+                series,
+                y_from_zero: true,
+                ..Default::default()
+            };
+            save_line(dir, &format!("raid0-write-{d}.svg"), &chart, part)?;
+        }
+        Ok(())
+    })
+}
+
+fn optimizer_part(scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
+    use crate::workload::optimizer::optimizer;
+    let part = empty(
+        "optimizer",
+        "Manual TRIM: Intel SSD Optimizer on an X25-M G2",
+        "AnandTech 2009, seed notes section 2: PCMark Vantage HDD 35909 clean, 30354 used, 34014 after the optimizer",
+        "A desktop-like trace (mixed small random and sequential I/O at QD 6) runs over a filesystem model. \
+         Used: every LBA was written once and files deleted without TRIM, so the drive still holds the stale \
+         data and GC moves it. The wiper asks the filesystem for its free extents and TRIMs them, so GC finds \
+         emptier blocks again. Scores are KB/s of trace I/O; the review's are PCMark points, so compare the \
+         shares of clean.",
+    );
+    fill(part, |part| {
+        let capacity = match scale {
+            Scale::Tiny => Some(64 << 20),
+            Scale::Quick => Some(1 << 30),
+            Scale::Full => None,
+        };
+        let mut cfg = DriveConfig::preset("intel-x25m-g2-160g").map_err(|e| e.to_string())?;
+        if let Some(c) = capacity {
+            cfg = cfg.scaled(c).map_err(|e| e.to_string())?;
+        }
+        cfg.media = crate::Media::MetadataOnly;
+        cfg.seed = seed;
+        let drive = crate::Drive::new(cfg).map_err(|e| e.to_string())?;
+        let r = optimizer(&drive, seed, &mut |_, f| tick(f))?;
+        part.rows.push(row("score clean", None, "35909 (PCMark points)", r.clean, "KB/s"));
+        part.rows.push(row("score used", None, "30354", r.used, "KB/s"));
+        part.rows.push(row("score after the wiper", None, "34014", r.after_wiper, "KB/s"));
+        part.rows.push(num("used / clean", 30354.0 / 35909.0, r.used / r.clean, "ratio"));
+        part.rows.push(num("after the wiper / clean", 34014.0 / 35909.0, r.after_wiper / r.clean, "ratio"));
+        Ok(())
+    })
+}
+
+fn smart_part(scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
+    use crate::smart::{waf_between, Smart};
+    use crate::workload::job::{fill_spec, run_job, JobSpec, Limit};
+    let part = empty(
+        "smart",
+        "SMART at the end of a workload, per preset",
+        "the drives' own counters: WAF from SMART's NAND- and host-write attributes must equal the model's",
+        "Each preset exposes its vendor's attributes (SandForce 233/241, Intel 249/241, Samsung 241 and \
+         wear); life left follows average P/E cycles against the rated endurance.",
+    );
+    fill(part, |part| {
+        let capacity = match scale {
+            Scale::Tiny => 32 << 20,
+            _ => 1 << 30,
+        };
+        for (i, preset) in ["sf2281-240g", "samsung830-64g", "intel-x25m-g2-160g"].into_iter().enumerate() {
+            let mut cfg = DriveConfig::preset(preset).and_then(|c| c.scaled(capacity)).map_err(|e| e.to_string())?;
+            cfg.media = crate::Media::MetadataOnly;
+            cfg.seed = seed;
+            let cap = cfg.logical_bytes;
+            let mut drive = crate::Drive::new(cfg).map_err(|e| e.to_string())?;
+            let data = crate::pattern::DataSpec::compressible(50).map_err(|e| e.to_string())?;
+            let before_stats = drive.stats();
+            let before = Smart::of(&drive);
+            run_job(&mut drive, &fill_spec(cap, 128 << 10, 32, data, seed), &mut |_| {})?;
+            let random = JobSpec {
+                name: "randwrite".into(),
+                rw: crate::fio::Rw::RandWrite,
+                bs: 4096,
+                iodepth: 32,
+                offset: 0,
+                length: cap,
+                limit: Limit::Bytes(2 * cap),
+                rwmixread: 0,
+                distribution: crate::fio::Distribution::Random,
+                data,
+                seed,
+            };
+            run_job(&mut drive, &random, &mut |_| {})?;
+            let after = Smart::of(&drive);
+            let stats = drive.stats();
+            let waf = (stats.nand_bytes_programmed - before_stats.nand_bytes_programmed) as f64
+                / (stats.host_write_bytes - before_stats.host_write_bytes).max(1) as f64;
+            if let Some(smart_waf) = waf_between(&before, &after) {
+                part.rows.push(num(format!("{preset}: WAF from SMART deltas"), waf, smart_waf, "NAND/host bytes"));
+            }
+            for a in &after.attributes {
+                part.rows.push(row(
+                    format!("{preset}: {} {} (raw)", a.id, a.name),
+                    None,
+                    "drive counter",
+                    a.raw as f64,
+                    "raw",
+                ));
+            }
+            tick((i + 1) as f64 / 3.0);
+        }
+        Ok(())
+    })
+}
+
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-/// Our number as the report prints it.
-pub fn fmt_ours(v: f64) -> String {
-    if v.abs() >= 100.0 {
+/// Our number as the report prints it: raw counters whole, large values
+/// to one decimal, ratios to three.
+pub fn fmt_ours(r: &Row) -> String {
+    let v = r.ours;
+    if r.unit == "raw" {
+        format!("{v:.0}")
+    } else if v.abs() >= 100.0 {
         format!("{v:.1}")
     } else {
         format!("{v:.3}")
@@ -522,7 +731,7 @@ fn markdown(report: &Report) -> String {
         }
         s += "| quantity | reference | ours | unit |\n|---|---|---|---|\n";
         for r in &p.rows {
-            let _ = writeln!(s, "| {} | {} | {} | {} |", r.quantity, r.reference_text, fmt_ours(r.ours), r.unit);
+            let _ = writeln!(s, "| {} | {} | {} | {} |", r.quantity, r.reference_text, fmt_ours(r), r.unit);
         }
         s += "\n";
         for plot in &p.plots {
@@ -565,7 +774,7 @@ fn html(report: &Report) -> String {
                 "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
                 esc(&r.quantity),
                 esc(&r.reference_text),
-                fmt_ours(r.ours),
+                fmt_ours(r),
                 esc(&r.unit)
             );
         }

@@ -78,7 +78,7 @@ fn the_report_builds_and_agrees_with_its_json() {
             assert!(!cells[1].trim().is_empty(), "{id}: {}: a reference", cells[0]);
             let ours: f64 = cells[2].trim().parse().unwrap_or_else(|_| panic!("{id}: {}: our number", cells[0]));
             assert!(ours.is_finite());
-            assert_eq!(cells[2], fmt_ours(r.ours), "{id}: the HTML shows the JSON's number");
+            assert_eq!(cells[2], fmt_ours(r), "{id}: the HTML shows the JSON's number");
             assert_eq!(cells[0], r.quantity);
         }
     }
