@@ -149,7 +149,6 @@ fn ratio(num: u64, den: u64) -> f64 {
     }
 }
 
-
 /// The `DRIV` section: the drive's own scalars and small state.
 type DriveSection = (Counters, u64, u64, SimTime, Vec<(u32, u32, u32)>, MapCache, Timeline);
 
@@ -1029,9 +1028,10 @@ impl Drive {
         let mut drive = Drive::new(config).map_err(|e| ImageError::Inconsistent(format!("config: {e}")))?;
         let bad = |what: &str, e: String| ImageError::Inconsistent(format!("{what}: {e}"));
         let g = &drive.config.geometry;
-        space.check_shape(g, drive.keeps_data(), chunks.records())
-            .map_err(|e| bad("block space", e))?;
-        chunks.check_shape(drive.config.dedup, g.total_blocks(), g.block_bytes() as u32).map_err(|e| bad("chunk table", e))?;
+        space.check_shape(g, drive.keeps_data(), chunks.records()).map_err(|e| bad("block space", e))?;
+        chunks
+            .check_shape(drive.config.dedup, g.total_blocks(), g.block_bytes() as u32)
+            .map_err(|e| bad("chunk table", e))?;
         if map.units() != drive.map.units() {
             return Err(bad("map", format!("{} units, the config has {}", map.units(), drive.map.units())));
         }

@@ -203,7 +203,8 @@ impl ImageReader {
     pub fn open(path: &Path) -> Result<Self, ImageError> {
         let file = File::open(path).map_err(|e| io_err("open", path, e))?;
         let size = file.metadata().map_err(|e| io_err("stat", path, e))?.len();
-        let mut r = ImageReader { input: BufReader::with_capacity(1 << 20, file), path: path.to_path_buf(), remaining: size };
+        let mut r =
+            ImageReader { input: BufReader::with_capacity(1 << 20, file), path: path.to_path_buf(), remaining: size };
         if size < HEADER_BYTES {
             let mut head = vec![0u8; size as usize];
             r.input.read_exact(&mut head).map_err(|e| io_err("read", path, e))?;
@@ -347,4 +348,27 @@ pub fn inspect(path: &Path) -> Result<ImageInfo, ImageError> {
     }
     r.finish()?;
     Ok(ImageInfo { version: VERSION, config, summary, sections, file_bytes })
+}
+
+/// The config fields (dotted paths) in which `a` and `b` differ.
+pub fn config_diff(a: &DriveConfig, b: &DriveConfig) -> Vec<String> {
+    fn walk(a: &serde_json::Value, b: &serde_json::Value, path: String, out: &mut Vec<String>) {
+        use serde_json::Value::Object;
+        match (a, b) {
+            (Object(x), Object(y)) => {
+                for (k, v) in x {
+                    let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                    walk(v, y.get(k).unwrap_or(&serde_json::Value::Null), p, out);
+                }
+            }
+            _ if a != b => out.push(path),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    match (serde_json::to_value(a), serde_json::to_value(b)) {
+        (Ok(x), Ok(y)) => walk(&x, &y, String::new(), &mut out),
+        _ => out.push("(config not representable)".into()),
+    }
+    out
 }

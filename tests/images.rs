@@ -86,7 +86,14 @@ fn save_then_load_is_the_same_drive() {
     let s = &info.summary.stats;
     assert_eq!(
         (s.host_write_bytes, s.nand_pages_programmed, s.erases, s.live_chunks, s.mapped_units, s.pe_max),
-        (saved.host_write_bytes, saved.nand_pages_programmed, saved.erases, saved.live_chunks, saved.mapped_units, saved.pe_max)
+        (
+            saved.host_write_bytes,
+            saved.nand_pages_programmed,
+            saved.erases,
+            saved.live_chunks,
+            saved.mapped_units,
+            saved.pe_max
+        )
     );
     assert_eq!(info.summary.now_ns, saved_now.0);
     assert_eq!(info.sections.len(), image::SECTIONS.len());

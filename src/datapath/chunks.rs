@@ -173,7 +173,11 @@ impl ChunkStore {
         let n = self.records.len();
         for (i, c) in self.records.iter().enumerate() {
             let e = c.extent;
-            if c.refs > 0 && (e.block.0 >= blocks || e.len == 0 || u64::from(e.offset) + u64::from(e.len) > u64::from(block_bytes)) {
+            if c.refs > 0
+                && (e.block.0 >= blocks
+                    || e.len == 0
+                    || u64::from(e.offset) + u64::from(e.len) > u64::from(block_bytes))
+            {
                 return Err(format!("chunk {i} has an extent outside the array"));
             }
         }

@@ -5,6 +5,7 @@ pub mod access;
 pub mod corpus;
 pub mod job;
 pub mod review;
+pub mod soak;
 pub mod sweep;
 pub mod torture;
 pub mod wa;
