@@ -196,6 +196,8 @@ pub struct ImageReader {
     path: PathBuf,
     /// Bytes of the file not yet read.
     remaining: u64,
+    /// Payload length of the section read last.
+    last_len: u64,
 }
 
 impl ImageReader {
@@ -203,8 +205,12 @@ impl ImageReader {
     pub fn open(path: &Path) -> Result<Self, ImageError> {
         let file = File::open(path).map_err(|e| io_err("open", path, e))?;
         let size = file.metadata().map_err(|e| io_err("stat", path, e))?.len();
-        let mut r =
-            ImageReader { input: BufReader::with_capacity(1 << 20, file), path: path.to_path_buf(), remaining: size };
+        let mut r = ImageReader {
+            input: BufReader::with_capacity(1 << 20, file),
+            path: path.to_path_buf(),
+            remaining: size,
+            last_len: 0,
+        };
         if size < HEADER_BYTES {
             let mut head = vec![0u8; size as usize];
             r.input.read_exact(&mut head).map_err(|e| io_err("read", path, e))?;
@@ -247,6 +253,7 @@ impl ImageReader {
         }
         let mut hash = [0u8; 32];
         hash.copy_from_slice(&h[12..]);
+        self.last_len = len;
         Ok((len, hash))
     }
 
@@ -340,9 +347,9 @@ pub fn inspect(path: &Path) -> Result<ImageInfo, ImageError> {
     let mut r = ImageReader::open(path)?;
     let mut sections = Vec::new();
     let config: DriveConfig = r.json_section(SECTIONS[0])?;
+    sections.push((tag_name(&SECTIONS[0]), r.last_len));
     let summary: ImageSummary = r.json_section(SECTIONS[1])?;
-    sections.push((tag_name(&SECTIONS[0]), 0));
-    sections.push((tag_name(&SECTIONS[1]), 0));
+    sections.push((tag_name(&SECTIONS[1]), r.last_len));
     for tag in &SECTIONS[2..] {
         sections.push((tag_name(tag), r.skip_section(*tag)?));
     }

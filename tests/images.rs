@@ -168,7 +168,7 @@ fn section_offsets(bytes: &[u8]) -> Vec<usize> {
 fn damaged_images_are_refused_naming_the_damage() {
     let good = saved_image();
     load_bytes(&good, "good.img").expect("the base image loads");
-    let err = |bytes: &[u8]| load_bytes(bytes, "bad.img").err().expect("a damaged image must not load").to_string();
+    let err = |bytes: &[u8]| load_bytes(bytes, "bad.img").expect_err("a damaged image must not load").to_string();
 
     let mut bad = good.clone();
     bad[0] = b'X';
