@@ -49,10 +49,11 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
         return Err(Failure::Usage("--export: a name of at most 4096 bytes without NUL".into()));
     }
     let cfg = args.drive.build(Some(SERVE_DEFAULT_CAPACITY)).map_err(Failure::Usage)?;
+    let fresh_image = args.image.as_deref().filter(|p| !p.exists());
     let drive = crate::open_drive(cfg.clone(), args.image.as_deref())?;
-    if let Some(path) = &args.image {
+    if fresh_image.is_some() {
         // The image exists from the start: a crash before the first flush resumes this drive.
-        crate::save_image(&drive, Some(path))?;
+        crate::save_image(&drive, fresh_image)?;
     }
     if cfg.media == Media::MetadataOnly {
         eprintln!("duraflash: note: --media metadata-only keeps no data; reads of written units fail with ENOTSUP");
