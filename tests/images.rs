@@ -20,10 +20,30 @@ fn config() -> DriveConfig {
     cfg
 }
 
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("duraflash-images-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir.join(name)
+/// A file in the temp directory, removed when dropped.
+struct Temp(PathBuf);
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+impl std::ops::Deref for Temp {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Temp {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+fn temp(name: &str) -> Temp {
+    Temp(std::env::temp_dir().join(format!("duraflash-images-{}-{name}", std::process::id())))
 }
 
 /// One step of a mixed workload: writes (a quarter duplicates of a small
@@ -97,7 +117,7 @@ fn save_then_load_is_the_same_drive() {
     );
     assert_eq!(info.summary.now_ns, saved_now.0);
     assert_eq!(info.sections.len(), image::SECTIONS.len());
-    assert!(!Path::new(&format!("{}.tmp", path.display())).exists(), "temp file renamed away");
+    assert!(!Path::new(&format!("{}.tmp", path.0.display())).exists(), "temp file renamed away");
 }
 
 /// A workload run in two halves with a save and a load between them ends
@@ -227,7 +247,6 @@ proptest! {
             bytes.truncate(at.index(bytes.len()));
         }
         let result = load_bytes(&bytes, &format!("fuzz-{thread}.img"));
-        let _ = std::fs::remove_file(temp(&format!("fuzz-{thread}.img")));
         if bytes == good {
             prop_assert!(result.is_ok());
         } else {
