@@ -349,7 +349,8 @@ fn drive_from_job(args: &RunArgs, file: &fio::JobFile) -> Result<Drive, Failure>
             }
         }
     }
-    build(&flags)
+    let cfg = flags.build(None).map_err(Failure::Usage)?;
+    super::open_drive(cfg, args.image.as_deref())
 }
 
 /// The job spec a parsed fio job runs as.
@@ -403,6 +404,7 @@ pub(super) fn run(args: RunArgs) -> Result<(), Failure> {
         let r = with_progress(&args.out, &spec.name, |p| run_job(&mut drive, spec, p)).map_err(Failure::Run)?;
         results.push(r);
     }
+    super::save_image(&drive, args.image.as_deref())?;
     let mut summary = String::new();
     for r in &results {
         summary += &format!("{}: ", r.name);

@@ -10,7 +10,7 @@
 //! TRIM unmaps whole units the same way. GC moves live chunks and updates
 //! the chunk store only, never the map.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::{DriveConfig, GcPolicy, Media};
 use crate::datapath::chunks::{ChunkStore, Extent};
@@ -22,6 +22,7 @@ use crate::ftl::map_cache::MapCache;
 use crate::ftl::space::{BlockState, Space};
 use crate::ftl::victim;
 use crate::host::HostQueue;
+use crate::image::{json_section, ImageError, ImageReader, ImageSummary, ImageWriter};
 use crate::nand::NandArray;
 use crate::nand::NandOp;
 use crate::timing::{Timeline, Work};
@@ -62,7 +63,7 @@ impl ReadWindow {
 const COMMIT_SLICE_UNITS: usize = 64;
 
 /// Host-side and data-path counters (NAND ones live in the array).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 struct Counters {
     host_write_bytes: u64,
     host_read_bytes: u64,
@@ -80,7 +81,7 @@ struct Counters {
 }
 
 /// A snapshot of everything the drive counts, lifetime totals unless said.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
     /// Bytes the host asked to write.
     pub host_write_bytes: u64,
@@ -147,6 +148,9 @@ fn ratio(num: u64, den: u64) -> f64 {
         num as f64 / den as f64
     }
 }
+
+/// The `DRIV` section: the drive's own scalars and small state.
+type DriveSection = (Counters, u64, u64, SimTime, Vec<(u32, u32, u32)>, MapCache, Timeline);
 
 /// A simulated SSD.
 #[derive(Clone, Debug)]
@@ -987,6 +991,70 @@ impl Drive {
             pe_avg: ratio(pe_sum, blocks),
             pe_max,
         }
+    }
+
+    /// Saves the whole drive to an image at `path`, replacing any file
+    /// there atomically (see [`crate::image`]).
+    pub fn save(&self, path: &std::path::Path) -> Result<(), ImageError> {
+        let summary =
+            ImageSummary { written_by: env!("CARGO_PKG_VERSION").into(), now_ns: self.now.0, stats: self.stats() };
+        let mut w = ImageWriter::create(path)?;
+        w.section(*b"CONF", |o| json_section(o, &self.config))?;
+        w.section(*b"STAT", |o| json_section(o, &summary))?;
+        w.section(*b"NAND", |o| self.nand.write_image(o))?;
+        w.bincode_section(*b"SPAC", &self.space)?;
+        w.bincode_section(*b"CHNK", &self.chunks)?;
+        w.bincode_section(*b"MAP ", &self.map)?;
+        let read_cache: Vec<(u32, u32, u32)> = self.read_cache.iter().copied().collect();
+        w.bincode_section(
+            *b"DRIV",
+            &(&self.counters, self.clock, self.live_bytes, self.now, read_cache, &self.map_cache, &self.timeline),
+        )?;
+        w.commit()
+    }
+
+    /// Loads a drive saved by [`Drive::save`]. Every section's checksum is
+    /// verified and the state is checked ([`Drive::check_invariants`])
+    /// before it is returned: a damaged image is an error, never a panic.
+    pub fn load(path: &std::path::Path) -> Result<Drive, ImageError> {
+        let mut r = ImageReader::open(path)?;
+        let config: DriveConfig = r.json_section(*b"CONF")?;
+        config.validate().map_err(|e| ImageError::Inconsistent(format!("config: {e}")))?;
+        r.json_section::<ImageSummary>(*b"STAT")?;
+        let geometry = config.geometry.clone();
+        let nand = r.section(*b"NAND", |rd| NandArray::read_image(&geometry, config.media, rd))?;
+        let space: Space = r.bincode_section(*b"SPAC")?;
+        let chunks: ChunkStore = r.bincode_section(*b"CHNK")?;
+        let map: L2pMap = r.bincode_section(*b"MAP ")?;
+        let (counters, clock, live_bytes, now, read_cache, map_cache, timeline): DriveSection =
+            r.bincode_section(*b"DRIV")?;
+        r.finish()?;
+        let mut drive = Drive::new(config).map_err(|e| ImageError::Inconsistent(format!("config: {e}")))?;
+        let bad = |what: &str, e: String| ImageError::Inconsistent(format!("{what}: {e}"));
+        let g = &drive.config.geometry;
+        space.check_shape(g, drive.keeps_data(), chunks.records()).map_err(|e| bad("block space", e))?;
+        chunks
+            .check_shape(drive.config.dedup, g.total_blocks(), g.block_bytes() as u32)
+            .map_err(|e| bad("chunk table", e))?;
+        if map.units() != drive.map.units() {
+            return Err(bad("map", format!("{} units, the config has {}", map.units(), drive.map.units())));
+        }
+        if !timeline.same_shape(&drive.timeline) || !map_cache.same_shape(&drive.map_cache) {
+            return Err(bad("drive state", "timing model or map cache does not match the config".into()));
+        }
+        drive.nand = nand;
+        drive.space = space;
+        drive.chunks = chunks;
+        drive.map = map;
+        drive.counters = counters;
+        drive.clock = clock;
+        drive.live_bytes = live_bytes;
+        drive.now = now;
+        drive.read_cache = read_cache.into();
+        drive.map_cache = map_cache;
+        drive.timeline = timeline;
+        drive.check_invariants().map_err(ImageError::Inconsistent)?;
+        Ok(drive)
     }
 
     /// Checks every structural invariant, returning the first violation:

@@ -79,6 +79,7 @@ pub mod fio;
 pub mod firmware;
 pub mod ftl;
 pub mod host;
+pub mod image;
 pub mod nand;
 pub mod nbd;
 pub mod pattern;

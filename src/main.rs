@@ -16,6 +16,7 @@ use duraflash::host::raid::{Level, TrimPolicy};
 use duraflash::pattern::DataSpec;
 use duraflash::smart::Smart;
 use duraflash::workload::access::Access;
+use duraflash::workload::soak;
 use duraflash::workload::wa::{self, WaReport, WaSpec};
 use duraflash::{ByteSize, Drive};
 
@@ -75,7 +76,47 @@ enum Command {
     /// Replay a block trace (MSR Cambridge, blkparse, FIU dedup, SPC;
     /// plain or gzip) on the drive and report WAF, dedup and latencies.
     Replay(ReplayArgs),
+    /// Drive images: `image info PATH` shows what one holds.
+    #[command(subcommand)]
+    Image(ImageCommand),
+    /// Millions of mixed operations on a small drive, checked against a
+    /// shadow copy and the invariant checker; reports ops/s.
+    Soak(SoakArgs),
 }
+
+#[derive(Subcommand)]
+enum ImageCommand {
+    /// Print an image's format version, config, counters and clock, and its sections.
+    Info {
+        /// The image file.
+        path: PathBuf,
+        #[command(flatten)]
+        out: Output,
+    },
+}
+
+#[derive(Args)]
+struct SoakArgs {
+    #[command(flatten)]
+    drive: DriveArgs,
+    /// Operations to run.
+    #[arg(long, default_value_t = 10_000_000)]
+    ops: u64,
+    /// Run the invariant checker every N operations (0: only at the end).
+    #[arg(long, default_value_t = 100_000)]
+    check_every: u64,
+    /// Save and reload the drive through an image every N operations (0: never).
+    #[arg(long, default_value_t = 1_000_000)]
+    image_every: u64,
+    /// Where those images go (default: a file in the temp directory, removed at the end).
+    #[arg(long)]
+    image: Option<PathBuf>,
+    #[command(flatten)]
+    out: Output,
+}
+
+/// Capacity `soak` uses when none is given: small, so GC runs constantly.
+const SOAK_DEFAULT_CAPACITY: u64 = 64 << 20;
 
 #[derive(Args)]
 struct ReproduceArgs {
@@ -210,6 +251,10 @@ struct ServeArgs {
     /// Write the final JSON report to PATH instead of stdout.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Drive image: resumed when it exists, created otherwise; saved before
+    /// every FLUSH or FUA write is answered, and on shutdown.
+    #[arg(long)]
+    image: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -467,6 +512,9 @@ struct RunArgs {
     job: PathBuf,
     #[command(flatten)]
     drive: DriveArgs,
+    /// Drive image: resumed when it exists, created otherwise; saved when the jobs finish.
+    #[arg(long)]
+    image: Option<PathBuf>,
     #[command(flatten)]
     out: Output,
 }
@@ -581,6 +629,128 @@ impl DriveArgs {
     }
 }
 
+/// The drive the flags describe, or the one saved in `image` when that
+/// file exists: then the flags must describe the same drive, or the image
+/// is refused naming the fields that differ.
+fn open_drive(cfg: DriveConfig, image: Option<&std::path::Path>) -> Result<Drive, Failure> {
+    match image {
+        Some(path) if path.exists() => {
+            let drive = Drive::load(path).map_err(|e| Failure::Run(format!("--image {}: {e}", path.display())))?;
+            let fields = duraflash::image::config_diff(drive.config(), &cfg);
+            if !fields.is_empty() {
+                let e = duraflash::image::ImageError::ConfigMismatch(format!(
+                    "the drive flags differ in {} (give the flags the image was created with)",
+                    fields.join(", ")
+                ));
+                return Err(Failure::Usage(format!("--image {}: {e}", path.display())));
+            }
+            Ok(drive)
+        }
+        _ => Drive::new(cfg).map_err(|e| Failure::Usage(e.to_string())),
+    }
+}
+
+/// Saves the drive to `image`, if given.
+fn save_image(drive: &Drive, image: Option<&std::path::Path>) -> Result<(), Failure> {
+    match image {
+        Some(path) => drive.save(path).map_err(|e| Failure::Run(format!("--image {}: {e}", path.display()))),
+        None => Ok(()),
+    }
+}
+
+fn image_info(path: &std::path::Path, out: &Output) -> Result<(), Failure> {
+    let info = duraflash::image::inspect(path).map_err(|e| Failure::Run(format!("{}: {e}", path.display())))?;
+    let (c, s) = (&info.config, &info.summary.stats);
+    let mut summary = format!(
+        "{}: duraflash image version {} ({} bytes, written by duraflash {})\n",
+        path.display(),
+        info.version,
+        info.file_bytes,
+        info.summary.written_by
+    );
+    summary += &format!(
+        "drive: {} ({}), firmware {}, media {:?}, compression {}, dedup {}, {} blocks of {} x {} B pages\n",
+        c.name,
+        ByteSize(c.logical_bytes),
+        c.firmware.name,
+        c.media,
+        c.compression,
+        c.dedup,
+        c.geometry.total_blocks(),
+        c.geometry.pages_per_block,
+        c.geometry.page_bytes
+    );
+    summary += &format!("clock: {:.6} s simulated\n", info.summary.now_ns as f64 / 1e9);
+    summary += &format!(
+        "counters: host writes {}, NAND writes {}, WAF {:.3}, mapped units {}, live chunks {}, free blocks {}, erases {}, P/E max {}\n",
+        ByteSize(s.host_write_bytes),
+        ByteSize(s.nand_bytes_programmed),
+        s.waf,
+        s.mapped_units,
+        s.live_chunks,
+        s.free_blocks,
+        s.erases,
+        s.pe_max
+    );
+    summary += "sections:";
+    for (tag, len) in &info.sections {
+        summary += &format!(" {tag}={len}");
+    }
+    emit(out, summary.trim_end(), &info, &[])
+}
+
+fn soak(args: SoakArgs) -> Result<(), Failure> {
+    setup_threads(&args.out)?;
+    let mut cfg = args.drive.build(Some(SOAK_DEFAULT_CAPACITY)).map_err(Failure::Usage)?;
+    if args.drive.media.is_none() {
+        cfg.media = Media::Memory;
+    }
+    if cfg.media != Media::Memory {
+        return Err(Failure::Usage("--media: soak verifies reads, so it needs memory media".into()));
+    }
+    let mut drive = Drive::new(cfg.clone()).map_err(|e| Failure::Usage(e.to_string()))?;
+    let temp = args.image.is_none();
+    let image_path = args
+        .image
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("duraflash-soak-{}.img", std::process::id())));
+    let spec = soak::SoakSpec {
+        ops: args.ops,
+        check_every: args.check_every,
+        image_every: args.image_every,
+        image_path: image_path.clone(),
+        seed: cfg.seed,
+    };
+    let bar = progress_bar(args.out.quiet);
+    let result = soak::run(&mut drive, &spec, &mut |f| {
+        if let Some(b) = &bar {
+            b.set_position((f * 1000.0) as u64);
+        }
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if temp {
+        let _ = std::fs::remove_file(&image_path);
+    }
+    let report = result.map_err(|e| Failure::Run(format!("soak violation: {e}")))?;
+    let summary = format!(
+        "soak: {} ops ({} writes, {} reads, {} TRIMs, {} idle GC) in {:.1} s = {:.0} ops/s; {} invariant checks, {} image round trips, 0 violations; WAF {:.3}, {} GC victims",
+        report.ops,
+        report.writes,
+        report.reads,
+        report.trims,
+        report.idle_gcs,
+        report.seconds,
+        report.ops_per_second,
+        report.checks,
+        report.images,
+        report.stats.waf,
+        report.stats.gc_victims
+    );
+    emit(&args.out, &summary, &report, &[])
+}
+
 /// Where the JSON result goes.
 #[derive(Args)]
 struct Output {
@@ -602,6 +772,9 @@ struct Output {
 struct WaArgs {
     #[command(flatten)]
     drive: DriveArgs,
+    /// Drive image: resumed when it exists, created otherwise; saved when the run finishes.
+    #[arg(long)]
+    image: Option<PathBuf>,
     /// Where random writes go: uniform, zipf:THETA or sequential.
     #[arg(long, default_value = "uniform", value_parser = parse_access)]
     workload: Access,
@@ -691,6 +864,8 @@ fn main() -> ExitCode {
         Command::Replay(args) => commands::replay(args),
         Command::Raid(args) => commands::raid(args),
         Command::Optimizer(args) => commands::optimizer(args),
+        Command::Image(ImageCommand::Info { path, out }) => image_info(&path, &out),
+        Command::Soak(args) => soak(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -742,7 +917,7 @@ fn run_wa(args: WaArgs) -> Result<(), Failure> {
         measure: args.measure,
     };
     spec.validate(&cfg).map_err(Failure::Usage)?;
-    let mut drive = Drive::new(cfg.clone()).map_err(|e| Failure::Usage(e.to_string()))?;
+    let mut drive = open_drive(cfg.clone(), args.image.as_deref())?;
     let bar = progress_bar(args.out.quiet);
     let mut progress = |phase: &str, f: f64| {
         if let Some(b) = &bar {
@@ -751,6 +926,7 @@ fn run_wa(args: WaArgs) -> Result<(), Failure> {
         }
     };
     let report = wa::run(&mut drive, &spec, cfg.seed, &mut progress).map_err(Failure::Run)?;
+    save_image(&drive, args.image.as_deref())?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }

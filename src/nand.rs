@@ -182,6 +182,48 @@ impl NandArray {
         self.counters.erases += 1;
         self.journal.push(NandOp::Erase(self.die_of(block)));
     }
+    /// Streams the blocks (programmed pages, P/E cycles, page bytes with
+    /// memory media) and the counters into an image section.
+    pub fn write_image(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let c = self.counters;
+        for v in [c.pages_programmed, c.pages_read, c.erases] {
+            w.write_all(&v.to_le_bytes())?;
+        }
+        for b in &self.blocks {
+            w.write_all(&b.programmed.to_le_bytes())?;
+            w.write_all(&b.pe_cycles.to_le_bytes())?;
+            w.write_all(&b.data)?;
+        }
+        Ok(())
+    }
+
+    /// Reads what [`NandArray::write_image`] wrote for an array of
+    /// `geometry` and `media`, checking every block's page count.
+    pub fn read_image(geometry: &Geometry, media: Media, r: &mut dyn std::io::Read) -> Result<Self, String> {
+        let mut nand = NandArray::new(geometry, media);
+        let mut word = [0u8; 8];
+        let mut next = |r: &mut dyn std::io::Read| -> Result<u64, String> {
+            r.read_exact(&mut word).map_err(|e| e.to_string())?;
+            Ok(u64::from_le_bytes(word))
+        };
+        nand.counters = NandCounters { pages_programmed: next(r)?, pages_read: next(r)?, erases: next(r)? };
+        let page_bytes = geometry.page_bytes as usize;
+        for (i, b) in nand.blocks.iter_mut().enumerate() {
+            let mut half = [0u8; 4];
+            r.read_exact(&mut half).map_err(|e| e.to_string())?;
+            b.programmed = u32::from_le_bytes(half);
+            r.read_exact(&mut half).map_err(|e| e.to_string())?;
+            b.pe_cycles = u32::from_le_bytes(half);
+            if b.programmed > geometry.pages_per_block {
+                return Err(format!("block {i} has {} programmed pages of {}", b.programmed, geometry.pages_per_block));
+            }
+            if nand.keep_data {
+                b.data = vec![0u8; b.programmed as usize * page_bytes];
+                r.read_exact(&mut b.data).map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(nand)
+    }
 }
 
 #[cfg(test)]

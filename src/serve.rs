@@ -13,7 +13,7 @@ use serde::Serialize;
 use duraflash::config::Media;
 use duraflash::nbd::metrics::{serve_metrics, summary_line};
 use duraflash::nbd::{ExportConfig, Server, Snapshot};
-use duraflash::{ByteSize, Drive};
+use duraflash::ByteSize;
 
 use crate::commands::{is_stdout, Provenance};
 use crate::{Failure, ServeArgs};
@@ -51,7 +51,12 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
     let interval = Duration::try_from_secs_f64(args.stats_interval)
         .map_err(|_| Failure::Usage(format!("--stats-interval {}: out of range", args.stats_interval)))?;
     let cfg = args.drive.build(Some(SERVE_DEFAULT_CAPACITY)).map_err(Failure::Usage)?;
-    let drive = Drive::new(cfg.clone()).map_err(|e| Failure::Usage(e.to_string()))?;
+    let fresh_image = args.image.as_deref().filter(|p| !p.exists());
+    let drive = crate::open_drive(cfg.clone(), args.image.as_deref())?;
+    if fresh_image.is_some() {
+        // The image exists from the start: a crash before the first flush resumes this drive.
+        crate::save_image(&drive, fresh_image)?;
+    }
     if cfg.media == Media::MetadataOnly {
         eprintln!("duraflash: note: --media metadata-only keeps no data; reads of written units fail with ENOTSUP");
     }
@@ -67,7 +72,11 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
     listener.set_nonblocking(true).map_err(|e| Failure::Run(e.to_string()))?;
     let description = format!("duraflash {} ({}, {})", cfg.name, ByteSize(cfg.logical_bytes), cfg.firmware.name);
     let export = ExportConfig { name: args.export.clone(), description, queue_depth: args.qd };
-    let server = Arc::new(Server::new(drive, export));
+    let mut server = Server::new(drive, export);
+    if let Some(path) = &args.image {
+        server = server.with_image(path.clone());
+    }
+    let server = Arc::new(server);
     if let Some(addr) = args.metrics {
         let metrics = TcpListener::bind(addr).map_err(|e| Failure::Run(format!("--metrics {addr}: {e}")))?;
         let s = Arc::clone(&server);
@@ -107,6 +116,9 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
     }
     eprintln!("duraflash: shutting down");
     server.shutdown();
+    if args.image.is_some() {
+        server.checkpoint().map_err(|e| Failure::Run(format!("--image: {e}")))?;
+    }
     let snapshot = server.snapshot(true).ok_or_else(|| Failure::Run("the drive failed (internal error)".into()))?;
     let invariants = match server.with_drive(|d| d.check_invariants()) {
         Some(Ok(())) => "ok".to_string(),

@@ -120,7 +120,7 @@ pub enum Work {
 
 /// A die's or channel's clocks: when its host work ends, and when all its
 /// work ends.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 struct DieClock {
     host: SimTime,
     /// Invariant: all >= host.
@@ -128,7 +128,7 @@ struct DieClock {
 }
 
 /// Busy-until clocks of every resource.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Timeline {
     params: TimingParams,
     page_bytes: u64,
@@ -287,6 +287,15 @@ impl Timeline {
     /// The latest time any die is busy until.
     pub fn dies_idle_at(&self) -> SimTime {
         self.dies.iter().map(|d| d.all).max().unwrap_or(SimTime::ZERO)
+    }
+
+    /// Whether this timeline has the shape of `other` (parameters and
+    /// resource counts): a check on one read from an image.
+    pub fn same_shape(&self, other: &Timeline) -> bool {
+        self.params == other.params
+            && self.page_bytes == other.page_bytes
+            && self.dies.len() == other.dies.len()
+            && self.channels.len() == other.channels.len()
     }
 }
 

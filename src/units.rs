@@ -45,7 +45,7 @@ pub struct DieId(pub u32);
 /// A stored chunk (one unit's content, possibly shared by several LPNs).
 ///
 /// Stored as index + 1 so `Option<ChunkId>` costs 4 bytes in the map.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct ChunkId(NonZeroU32);
 
 impl ChunkId {
@@ -67,7 +67,7 @@ impl ChunkId {
 /// With n distinct units the chance that any two share a 128-bit prefix is
 /// about n^2 / 2^129: for a whole 240 GB drive (n = 5.9e7 units) that is
 /// 1e-23, far below the drive's own uncorrectable-error rate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub struct Fingerprint(pub [u8; 16]);
 
 impl Fingerprint {

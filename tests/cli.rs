@@ -167,3 +167,50 @@ fn smart_adds_a_table_and_json_whose_byte_counts_match_the_stats() {
     let plain = duraflash(&QUICK);
     assert!(!String::from_utf8_lossy(&plain.stdout).contains("ATTRIBUTE_NAME"), "no table without --smart");
 }
+
+/// `--image`: a second `wa` resumes the drive the first saved (its host
+/// writes add up), `image info` describes it, different drive flags and a
+/// damaged image are refused with a message naming the problem.
+#[test]
+fn wa_resumes_from_an_image_and_refuses_a_mismatched_or_damaged_one() {
+    let dir = std::env::temp_dir().join(format!("duraflash-cli-image-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let image = dir.join("wa.img");
+    let image = image.to_str().expect("utf-8 path");
+    let _ = std::fs::remove_file(image);
+    let mut args = QUICK.to_vec();
+    args.extend(["--image", image]);
+    // Lifetime host writes of the drive in the image.
+    let host_writes = || {
+        let out = duraflash(&["image", "info", image, "--json", "-"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        v["summary"]["stats"]["host_write_bytes"].as_u64().expect("host_write_bytes")
+    };
+    assert!(duraflash(&args).status.success());
+    let first = host_writes();
+    assert!(duraflash(&args).status.success());
+    let second = host_writes();
+    assert_eq!(second, 2 * first, "the second run continued the first drive");
+
+    let info = duraflash(&["image", "info", image]);
+    let text = String::from_utf8_lossy(&info.stderr).into_owned() + &String::from_utf8_lossy(&info.stdout);
+    assert!(info.status.success() && text.contains("image version 1") && text.contains("NAND="), "{text}");
+
+    let mut other = args.clone();
+    other[2] = "128MiB";
+    let out = duraflash(&other);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("different drive") && err.contains("logical_bytes"), "{err}");
+
+    let mut bytes = std::fs::read(image).expect("image");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(image, &bytes).expect("damage");
+    let out = duraflash(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("checksum"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -163,6 +163,8 @@ enum Op {
     SecureErase,
     /// Replace the drive by a clone of itself.
     Clone,
+    /// Save the drive to an image and carry on with the loaded copy.
+    SaveLoad,
     Invalid(Bad),
 }
 
@@ -259,6 +261,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         3 => Just(Op::IdleGc),
         1 => Just(Op::SecureErase),
         1 => Just(Op::Clone),
+        1 => Just(Op::SaveLoad),
         4 => bad_strategy().prop_map(Op::Invalid),
     ]
 }
@@ -314,7 +317,8 @@ fn random_op(rng: &mut ChaCha8Rng) -> Op {
         850..=859 => Op::ReadAll,
         860..=899 => Op::IdleGc,
         900 => Op::SecureErase,
-        901..=905 => Op::Clone,
+        901..=903 => Op::Clone,
+        904..=905 => Op::SaveLoad,
         _ => Op::Invalid(match rng.gen_range(0..7) {
             0 => Bad::WritePastEnd { back: rng.gen_range(0..16), extra: rng.gen_range(1..32) },
             1 => Bad::WriteMisaligned { lba: rng.gen(), len: bad_len(rng) },
@@ -663,6 +667,18 @@ impl Harness {
                 let copy = self.drive.clone();
                 ensure!(copy.stats() == self.drive.stats(), "a clone has different stats");
                 self.drive = copy;
+            }
+            Op::SaveLoad => {
+                static SAVES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                let n = SAVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let path = std::env::temp_dir().join(format!("duraflash-oracle-{}-{n}.img", std::process::id()));
+                self.drive.save(&path).map_err(|e| format!("save: {e}"))?;
+                let loaded = Drive::load(&path).map_err(|e| format!("load: {e}"));
+                let _ = std::fs::remove_file(&path);
+                let loaded = loaded?;
+                ensure!(loaded.stats() == self.drive.stats(), "a loaded image has different stats");
+                ensure!(loaded.now() == self.drive.now(), "a loaded image has a different clock");
+                self.drive = loaded;
             }
             Op::Invalid(bad) => self.apply_bad(bad)?,
         }

@@ -13,11 +13,13 @@
 //! budget; the batch pipeline hashes in parallel and applies results in
 //! order, so the index needs no concurrent writers.
 
+use serde::{Deserialize, Serialize};
+
 use crate::units::{BlockId, ChunkId, Fingerprint};
 
 /// Where a chunk's stored bytes sit: `len` bytes from byte `offset` of
 /// `block`. A chunk never crosses a block boundary; it may cross pages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Extent {
     /// The erase block.
     pub block: BlockId,
@@ -35,7 +37,7 @@ impl Extent {
 }
 
 /// One stored content.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct Chunk {
     /// Fingerprint of the raw unit.
     pub fingerprint: Fingerprint,
@@ -47,7 +49,7 @@ pub struct Chunk {
 }
 
 /// Chunk records, free ids and the dedup index.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ChunkStore {
     /// Whether chunks are entered in the index (dedup on).
     dedup: bool,
@@ -68,6 +70,11 @@ impl ChunkStore {
     }
 
     /// The record of `id`.
+    /// Entries of the chunk table, live and free.
+    pub fn records(&self) -> usize {
+        self.records.len()
+    }
+
     pub fn get(&self, id: ChunkId) -> &Chunk {
         &self.records[id.index()]
     }
@@ -155,10 +162,50 @@ impl ChunkStore {
         }
         Ok(())
     }
+
+    /// Checks that a table read from an image stays within `blocks` blocks
+    /// of `block_bytes` and that every id it holds names one of its own
+    /// records, so lookups cannot go out of bounds or loop.
+    pub fn check_shape(&self, dedup: bool, blocks: u32, block_bytes: u32) -> Result<(), String> {
+        if self.dedup != dedup {
+            return Err(format!("chunk table has dedup {}, the config {dedup}", self.dedup));
+        }
+        let n = self.records.len();
+        for (i, c) in self.records.iter().enumerate() {
+            let e = c.extent;
+            if c.refs > 0
+                && (e.block.0 >= blocks
+                    || e.len == 0
+                    || u64::from(e.offset) + u64::from(e.len) > u64::from(block_bytes))
+            {
+                return Err(format!("chunk {i} has an extent outside the array"));
+            }
+        }
+        let dead = self.records.iter().filter(|c| c.refs == 0).count();
+        let mut seen = vec![false; n];
+        for id in &self.free {
+            if id.index() >= n || self.records[id.index()].refs != 0 || std::mem::replace(&mut seen[id.index()], true) {
+                return Err(format!("free chunk list entry {} is not a dead chunk", id.index()));
+            }
+        }
+        if self.free.len() != dead {
+            return Err(format!("{} free chunk ids for {dead} dead chunks", self.free.len()));
+        }
+        let slots = &self.index.slots;
+        let used = slots.iter().flatten().count();
+        if (!slots.is_empty() && !slots.len().is_power_of_two())
+            || used != self.index.len
+            || (!slots.is_empty() && used >= slots.len())
+            || slots.iter().flatten().any(|id| id.index() >= n)
+        {
+            return Err("dedup index is malformed".into());
+        }
+        Ok(())
+    }
 }
 
 /// Open-addressing hash set of chunk ids keyed by their fingerprints.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 struct FlatIndex {
     /// Power-of-two sized; `None` is an empty slot.
     slots: Vec<Option<ChunkId>>,

@@ -4,10 +4,12 @@
 //! Owns only the mapping; reference counts live in the chunk store, which
 //! the controller keeps in step with every change made here.
 
+use serde::{Deserialize, Serialize};
+
 use crate::units::{ChunkId, Lpn};
 
 /// Unit -> chunk map. 4 bytes a unit.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct L2pMap {
     entries: Vec<Option<ChunkId>>,
 }

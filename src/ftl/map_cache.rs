@@ -8,8 +8,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use serde::{Deserialize, Serialize};
+
 /// Which map pages are in controller memory.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct MapCache {
     /// Map pages the cache holds; `None` caches the whole map.
     capacity: Option<usize>,
@@ -74,6 +76,14 @@ impl MapCache {
     pub fn clear(&mut self) {
         self.stamps.clear();
         self.order.clear();
+    }
+
+    /// Whether this cache has the shape of `other` (capacity, page size)
+    /// and its two indexes agree in size: a check on one read from an image.
+    pub fn same_shape(&self, other: &MapCache) -> bool {
+        self.capacity == other.capacity
+            && self.units_per_page == other.units_per_page
+            && self.stamps.len() == self.order.len()
     }
 }
 

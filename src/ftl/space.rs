@@ -16,6 +16,8 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
+use serde::{Deserialize, Serialize};
+
 use crate::config::Geometry;
 use crate::datapath::chunks::Extent;
 use crate::error::{DriveError, NandError};
@@ -24,7 +26,7 @@ use crate::nand::NandArray;
 use crate::units::{BlockId, ChunkId};
 
 /// Life-cycle state of a block.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum BlockState {
     /// Erased and waiting in its die's free list.
     Free,
@@ -34,7 +36,7 @@ pub enum BlockState {
     Sealed,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 struct BlockMeta {
     state: BlockState,
     /// Bytes of live chunks. Invariant: live_bytes <= data_bytes.
@@ -49,7 +51,7 @@ struct BlockMeta {
     indexed: bool,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 struct OpenBlock {
     block: BlockId,
     /// Bytes appended so far. Invariant: <= block bytes.
@@ -59,7 +61,7 @@ struct OpenBlock {
 }
 
 /// Space accounting totals.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SpaceCounters {
     /// Bytes left unused where a chunk did not fit a block's tail, or a
     /// partial page was programmed on seal.
@@ -67,7 +69,7 @@ pub struct SpaceCounters {
 }
 
 /// Block states, free lists and open blocks of the whole array.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Space {
     page_bytes: u32,
     block_bytes: u32,
@@ -451,6 +453,46 @@ impl Space {
                     o.write_point,
                     nand.programmed_pages(o.block)
                 ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that state read from an image fits `geometry` and a chunk
+    /// table of `records` entries, so that no later access goes out of
+    /// bounds. [`Space::check`] then checks the accounting.
+    pub fn check_shape(&self, geometry: &Geometry, keep_data: bool, records: usize) -> Result<(), String> {
+        let fresh = Space::new(geometry, keep_data);
+        if (self.page_bytes, self.block_bytes, self.blocks_per_die, self.keep_data)
+            != (fresh.page_bytes, fresh.block_bytes, fresh.blocks_per_die, fresh.keep_data)
+            || self.meta.len() != fresh.meta.len()
+            || self.free.len() != fresh.free.len()
+            || self.open.len() != fresh.open.len()
+            || self.cursor >= self.open.len()
+        {
+            return Err("block space does not match the geometry".into());
+        }
+        let blocks = self.meta.len() as u32;
+        if self.free.iter().flatten().any(|b| b.0 >= blocks) {
+            return Err("a free list names a block beyond the array".into());
+        }
+        for (die, o) in self.open.iter().enumerate() {
+            let Some(o) = o else { continue };
+            let want = if keep_data { o.write_point % self.page_bytes } else { 0 };
+            if o.block.0 / self.blocks_per_die != die as u32
+                || o.write_point > self.block_bytes
+                || o.page_buf.len() != want as usize
+                || self.meta[o.block.0 as usize].state != BlockState::Open
+            {
+                return Err(format!("open block {} of die {die} is malformed", o.block.0));
+            }
+        }
+        for (b, m) in self.meta.iter().enumerate() {
+            if m.summary.iter().any(|id| id.index() >= records) {
+                return Err(format!("block {b}'s summary names a chunk beyond the chunk table"));
+            }
+            if m.live_bytes > self.block_bytes || m.data_bytes > self.block_bytes {
+                return Err(format!("block {b} counts more bytes than it holds"));
             }
         }
         Ok(())

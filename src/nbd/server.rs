@@ -67,6 +67,9 @@ struct State {
     /// queue after every command so memory stays bounded however long
     /// the server runs.
     latency: [LatencyHistogram; 3],
+    /// Whether a write, TRIM or write-zeroes changed the drive since the
+    /// last checkpoint.
+    dirty: bool,
 }
 
 /// The command kinds, in `State::latency` order.
@@ -92,6 +95,8 @@ struct Counters {
     trims: AtomicU64,
     write_zeroes: AtomicU64,
     flushes: AtomicU64,
+    checkpoints: AtomicU64,
+    checkpoint_micros: AtomicU64,
     block_status: AtomicU64,
     errors: AtomicU64,
     read_bytes: AtomicU64,
@@ -115,6 +120,10 @@ pub struct Served {
     pub write_zeroes: u64,
     /// `NBD_CMD_FLUSH` requests answered.
     pub flushes: u64,
+    /// Images written to make flushed and FUA data durable (`--image`).
+    pub checkpoints: u64,
+    /// Wall time those checkpoints took, in seconds.
+    pub checkpoint_seconds: f64,
     /// `NBD_CMD_BLOCK_STATUS` requests answered.
     pub block_status: u64,
     /// Requests answered with an error.
@@ -165,6 +174,8 @@ pub struct Latencies {
 pub struct Server {
     state: Mutex<State>,
     export: ExportConfig,
+    /// Where FLUSH and FUA make the drive durable, if anywhere.
+    image: Option<std::path::PathBuf>,
     size: u64,
     counters: Counters,
     stopping: AtomicBool,
@@ -233,14 +244,44 @@ impl Server {
         let size = drive.capacity_sectors() * SECTOR_BYTES;
         let queue = HostQueue::new(export.queue_depth, drive.now());
         Server {
-            state: Mutex::new(State { drive, queue, latency: Default::default() }),
+            state: Mutex::new(State { drive, queue, latency: Default::default(), dirty: false }),
             export,
+            image: None,
             size,
             counters: Counters::default(),
             stopping: AtomicBool::new(false),
             open: AtomicUsize::new(0),
             connections: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Makes FLUSH and FUA durable: before either is answered, the drive
+    /// is saved to `path` (atomically, see [`crate::image`]) if a command
+    /// changed it since the last save.
+    pub fn with_image(mut self, path: std::path::PathBuf) -> Self {
+        self.image = Some(path);
+        self
+    }
+
+    /// Saves the drive to the image, changed or not (on shutdown).
+    pub fn checkpoint(&self) -> Result<(), String> {
+        let mut s = self.lock().map_err(|f| f.1)?;
+        s.dirty = true;
+        self.persist(&mut s).map_err(|f| f.1)
+    }
+
+    /// Saves the drive to the image if it changed since the last save.
+    fn persist(&self, s: &mut State) -> Result<(), Failure> {
+        let Some(path) = &self.image else { return Ok(()) };
+        if !s.dirty {
+            return Ok(());
+        }
+        let started = std::time::Instant::now();
+        s.drive.save(path).map_err(|e| Failure::new(Errno::EIO, format!("checkpoint failed: {e}")))?;
+        s.dirty = false;
+        self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
+        self.counters.checkpoint_micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Export size in bytes.
@@ -284,6 +325,8 @@ impl Server {
                 trims: get(&c.trims),
                 write_zeroes: get(&c.write_zeroes),
                 flushes: get(&c.flushes),
+                checkpoints: get(&c.checkpoints),
+                checkpoint_seconds: get(&c.checkpoint_micros) as f64 / 1e6,
                 block_status: get(&c.block_status),
                 errors: get(&c.errors),
                 read_bytes: get(&c.read_bytes),
@@ -668,8 +711,9 @@ impl Server {
                     return Err(Failure::new(Errno::EINVAL, "flush takes no offset or length"));
                 }
                 // Every completed command is already in the drive's state (the
-                // model has no volatile cache), so a flush has nothing to do.
+                // model has no volatile cache); with an image, a flush saves it.
                 count(&c.flushes);
+                self.persist(&mut *self.lock()?)?;
                 return Ok(Reply::Done);
             }
             Command::Unknown(t) => return Err(Failure::new(Errno::EINVAL, format!("unknown command {t}"))),
@@ -693,6 +737,7 @@ impl Server {
                 let mut s = self.lock()?;
                 s.queue.set_kind(CommandKind::Write);
                 write_bytes(&mut s, req.offset, payload)?;
+                self.changed(&mut s, req.flags)?;
                 Ok(Reply::Done)
             }
             Command::Trim => {
@@ -703,6 +748,7 @@ impl Server {
                     let State { drive, queue, .. } = &mut *s;
                     queue.set_kind(CommandKind::Trim);
                     drive.trim_on(&[(Lba(first), last - first)], queue)?;
+                    self.changed(&mut s, req.flags)?;
                 }
                 Ok(Reply::Done)
             }
@@ -714,6 +760,7 @@ impl Server {
                 }
                 let mut s = self.lock()?;
                 write_zeroes(&mut s, req.offset, end, no_hole)?;
+                self.changed(&mut s, req.flags)?;
                 Ok(Reply::Done)
             }
             Command::BlockStatus => {
@@ -729,6 +776,16 @@ impl Server {
                 Err(Failure::new(Errno::EINVAL, "command handled elsewhere"))
             }
         }
+    }
+
+    /// Notes that a command changed the drive; with FUA, saves it before
+    /// the command is answered.
+    fn changed(&self, s: &mut State, flags: u16) -> Result<(), Failure> {
+        s.dirty = true;
+        if flags & CMD_FLAG_FUA != 0 {
+            self.persist(s)?;
+        }
+        Ok(())
     }
 
     /// The request's end offset, or the error for a request that is empty,
@@ -886,7 +943,7 @@ mod tests {
     fn state() -> State {
         let config = DriveConfig::preset("sf2281-240g").and_then(|c| c.scaled(64 << 20)).expect("preset");
         let drive = Drive::new(config).expect("drive");
-        State { queue: HostQueue::new(32, drive.now()), drive, latency: Default::default() }
+        State { queue: HostQueue::new(32, drive.now()), drive, latency: Default::default(), dirty: false }
     }
 
     #[test]

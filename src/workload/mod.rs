@@ -7,6 +7,7 @@ pub mod job;
 pub mod optimizer;
 pub mod raid;
 pub mod review;
+pub mod soak;
 pub mod sweep;
 pub mod torture;
 pub mod wa;

@@ -1,0 +1,381 @@
+//! Drive images: the whole state of a [`Drive`](crate::Drive) in one file.
+//!
+//! Layout (all integers little-endian):
+//!
+//! ```text
+//! header   b"DURAFLSH" | version: u32
+//! section  tag: [u8; 4] | len: u64 | blake3(payload): [u8; 32] | payload
+//! ```
+//!
+//! Version 1 holds exactly these sections, in this order: `CONF` (the
+//! drive config, JSON), `STAT` (counters and clock, JSON, for
+//! `duraflash image info`), `NAND` (blocks: programmed pages, P/E cycles,
+//! page bytes for memory media), `SPAC` (block states, open blocks, free
+//! lists), `CHNK` (chunk table and dedup index), `MAP ` (the L2P map) and
+//! `DRIV` (counters, clocks, timing model, map cache, read buffer). Bodies
+//! other than JSON and NAND are bincode 1 (fixed-width integers).
+//!
+//! Sections are streamed: the writer patches each header once its payload
+//! is written, the reader hashes while it decodes, so no section is held in
+//! memory twice. Files are replaced atomically (temp file, fsync, rename,
+//! fsync of the directory). Checksums catch corruption, not tampering:
+//! the loader also checks the decoded state for consistency before use.
+
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use bincode::Options;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::config::DriveConfig;
+use crate::controller::Stats;
+
+/// First bytes of every image.
+pub const MAGIC: [u8; 8] = *b"DURAFLSH";
+/// The format version this build writes and reads.
+pub const VERSION: u32 = 1;
+/// Section tags of a version-1 image, in file order.
+pub const SECTIONS: [[u8; 4]; 7] = [*b"CONF", *b"STAT", *b"NAND", *b"SPAC", *b"CHNK", *b"MAP ", *b"DRIV"];
+
+const HEADER_BYTES: u64 = 12;
+const SECTION_HEADER_BYTES: u64 = 4 + 8 + 32;
+
+/// Why an image could not be written or read.
+#[derive(Debug, Error)]
+pub enum ImageError {
+    /// The file system refused.
+    #[error("{path}: {op}: {source}")]
+    Io { op: &'static str, path: PathBuf, source: io::Error },
+    /// The file does not start with the image magic.
+    #[error("not a duraflash drive image (starts with {found:?}, expected \"DURAFLSH\")")]
+    NotAnImage { found: String },
+    /// An image of a format version this build does not read.
+    #[error("image format version {found} is not supported (this build reads version {VERSION})")]
+    Version { found: u32 },
+    /// The file ends before the named section is complete.
+    #[error("image is truncated: section {section} is incomplete or missing")]
+    Truncated { section: String },
+    /// A section other than the expected one at this place.
+    #[error("image is corrupt: expected section {expected}, found tag {found:?}")]
+    UnexpectedSection { expected: String, found: String },
+    /// A section's bytes do not match its checksum.
+    #[error("image is corrupt: section {section} fails its blake3 checksum")]
+    Checksum { section: String },
+    /// A section's bytes match the checksum but do not decode.
+    #[error("image is corrupt: section {section} does not decode: {reason}")]
+    Decode { section: String, reason: String },
+    /// Decoded state that no drive could be in.
+    #[error("image is inconsistent: {0}")]
+    Inconsistent(String),
+    /// Bytes after the last section.
+    #[error("image is corrupt: {0} unexpected bytes after the last section")]
+    TrailingBytes(u64),
+    /// The image holds a different drive than the one asked for.
+    #[error("image holds a different drive: {0}")]
+    ConfigMismatch(String),
+}
+
+fn tag_name(tag: &[u8; 4]) -> String {
+    String::from_utf8_lossy(tag).trim_end().to_string()
+}
+
+/// The bincode settings of every binary section.
+pub(crate) fn codec() -> impl Options {
+    bincode::DefaultOptions::new().with_fixint_encoding().with_little_endian()
+}
+
+/// Counts and hashes what passes through to `inner`.
+struct HashWriter<W> {
+    inner: W,
+    hasher: blake3::Hasher,
+    len: u64,
+}
+
+impl<W: Write> Write for HashWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Hashes what is read from `inner`.
+struct HashReader<R> {
+    inner: R,
+    hasher: blake3::Hasher,
+}
+
+impl<R: Read> Read for HashReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+/// Writes an image section by section to a temporary file beside `path`,
+/// then [`ImageWriter::commit`] moves it into place.
+pub struct ImageWriter {
+    out: BufWriter<File>,
+    tmp: PathBuf,
+    path: PathBuf,
+}
+
+impl ImageWriter {
+    /// Starts an image that will replace `path`.
+    pub fn create(path: &Path) -> Result<Self, ImageError> {
+        let mut name = path.file_name().unwrap_or_default().to_os_string();
+        name.push(".tmp");
+        let tmp = path.with_file_name(name);
+        let file = File::create(&tmp).map_err(|e| io_err("create", &tmp, e))?;
+        let mut w = ImageWriter { out: BufWriter::with_capacity(1 << 20, file), tmp, path: path.to_path_buf() };
+        let mut header = MAGIC.to_vec();
+        header.extend_from_slice(&VERSION.to_le_bytes());
+        w.out.write_all(&header).map_err(|e| io_err("write", &w.tmp, e))?;
+        Ok(w)
+    }
+
+    /// Writes one section whose payload `body` streams into the writer it gets.
+    pub fn section(
+        &mut self,
+        tag: [u8; 4],
+        body: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    ) -> Result<(), ImageError> {
+        let tmp = self.tmp.clone();
+        let err = |e| io_err("write", &tmp, e);
+        let start = self.out.stream_position().map_err(err)?;
+        self.out.write_all(&[0u8; SECTION_HEADER_BYTES as usize]).map_err(err)?;
+        let mut hw = HashWriter { inner: &mut self.out, hasher: blake3::Hasher::new(), len: 0 };
+        body(&mut hw).map_err(err)?;
+        let (len, hash) = (hw.len, hw.hasher.finalize());
+        let end = self.out.stream_position().map_err(err)?;
+        self.out.seek(SeekFrom::Start(start)).map_err(err)?;
+        self.out.write_all(&tag).map_err(err)?;
+        self.out.write_all(&len.to_le_bytes()).map_err(err)?;
+        self.out.write_all(hash.as_bytes()).map_err(err)?;
+        self.out.seek(SeekFrom::Start(end)).map_err(err)?;
+        Ok(())
+    }
+
+    /// Writes a section holding `value` encoded with bincode.
+    pub fn bincode_section(&mut self, tag: [u8; 4], value: &impl Serialize) -> Result<(), ImageError> {
+        self.section(tag, |w| codec().serialize_into(w, value).map_err(io::Error::other))
+    }
+
+    /// Flushes and fsyncs the file, renames it over the target and fsyncs
+    /// the directory: a crash leaves either the old image or the new one.
+    pub fn commit(self) -> Result<(), ImageError> {
+        let ImageWriter { out, tmp, path } = self;
+        let file = out.into_inner().map_err(|e| io_err("write", &tmp, e.into_error()))?;
+        file.sync_all().map_err(|e| io_err("fsync", &tmp, e))?;
+        drop(file);
+        std::fs::rename(&tmp, &path).map_err(|e| io_err("rename", &path, e))?;
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        File::open(&dir).and_then(|d| d.sync_all()).map_err(|e| io_err("fsync directory", &dir, e))
+    }
+}
+
+fn io_err(op: &'static str, path: &Path, source: io::Error) -> ImageError {
+    ImageError::Io { op, path: path.to_path_buf(), source }
+}
+
+/// Reads an image section by section, in [`SECTIONS`] order.
+pub struct ImageReader {
+    input: BufReader<File>,
+    path: PathBuf,
+    /// Bytes of the file not yet read.
+    remaining: u64,
+    /// Payload length of the section read last.
+    last_len: u64,
+}
+
+impl ImageReader {
+    /// Opens `path` and checks the magic and the version.
+    pub fn open(path: &Path) -> Result<Self, ImageError> {
+        let file = File::open(path).map_err(|e| io_err("open", path, e))?;
+        let size = file.metadata().map_err(|e| io_err("stat", path, e))?.len();
+        let mut r = ImageReader {
+            input: BufReader::with_capacity(1 << 20, file),
+            path: path.to_path_buf(),
+            remaining: size,
+            last_len: 0,
+        };
+        if size < HEADER_BYTES {
+            let mut head = vec![0u8; size as usize];
+            r.input.read_exact(&mut head).map_err(|e| io_err("read", path, e))?;
+            if !MAGIC.starts_with(&head) {
+                return Err(ImageError::NotAnImage { found: String::from_utf8_lossy(&head).into_owned() });
+            }
+            return Err(ImageError::Truncated { section: "header".into() });
+        }
+        let mut header = [0u8; HEADER_BYTES as usize];
+        r.input.read_exact(&mut header).map_err(|e| io_err("read", path, e))?;
+        r.remaining -= HEADER_BYTES;
+        if header[..8] != MAGIC {
+            return Err(ImageError::NotAnImage { found: String::from_utf8_lossy(&header[..8]).into_owned() });
+        }
+        let version = u32::from_le_bytes([header[8], header[9], header[10], header[11]]);
+        if version != VERSION {
+            return Err(ImageError::Version { found: version });
+        }
+        Ok(r)
+    }
+
+    /// The next section's header, checked to be `expected`; returns its
+    /// payload length and checksum.
+    fn header(&mut self, expected: [u8; 4]) -> Result<(u64, [u8; 32]), ImageError> {
+        let name = tag_name(&expected);
+        if self.remaining < SECTION_HEADER_BYTES {
+            return Err(ImageError::Truncated { section: name });
+        }
+        let mut h = [0u8; SECTION_HEADER_BYTES as usize];
+        self.input.read_exact(&mut h).map_err(|e| io_err("read", &self.path, e))?;
+        self.remaining -= SECTION_HEADER_BYTES;
+        let mut tag = [0u8; 4];
+        tag.copy_from_slice(&h[..4]);
+        if tag != expected {
+            return Err(ImageError::UnexpectedSection { expected: name, found: String::from_utf8_lossy(&tag).into() });
+        }
+        let len = u64::from_le_bytes(h[4..12].try_into().expect("8 bytes"));
+        if len > self.remaining {
+            return Err(ImageError::Truncated { section: name });
+        }
+        let mut hash = [0u8; 32];
+        hash.copy_from_slice(&h[12..]);
+        self.last_len = len;
+        Ok((len, hash))
+    }
+
+    /// Decodes the next section, which must be `tag`, with `body`. The
+    /// checksum is verified over the whole payload before the value is
+    /// returned; a mismatch is reported ahead of any decode error.
+    pub fn section<T>(
+        &mut self,
+        tag: [u8; 4],
+        body: impl FnOnce(&mut dyn Read) -> Result<T, String>,
+    ) -> Result<T, ImageError> {
+        let (len, stored) = self.header(tag)?;
+        let section = tag_name(&tag);
+        let mut r = HashReader { inner: (&mut self.input).take(len), hasher: blake3::Hasher::new() };
+        let decoded = body(&mut r);
+        let left = io::copy(&mut r, &mut io::sink()).map_err(|e| io_err("read", &self.path, e))?;
+        self.remaining -= len;
+        if *r.hasher.finalize().as_bytes() != stored {
+            return Err(ImageError::Checksum { section });
+        }
+        let value = decoded.map_err(|reason| ImageError::Decode { section: section.clone(), reason })?;
+        if left != 0 {
+            return Err(ImageError::Decode { section, reason: format!("{left} bytes left after the value") });
+        }
+        Ok(value)
+    }
+
+    /// Decodes a bincode section.
+    pub fn bincode_section<T: DeserializeOwned>(&mut self, tag: [u8; 4]) -> Result<T, ImageError> {
+        self.section(tag, |r| codec().deserialize_from(r).map_err(|e| e.to_string()))
+    }
+
+    /// Decodes a JSON section.
+    pub fn json_section<T: DeserializeOwned>(&mut self, tag: [u8; 4]) -> Result<T, ImageError> {
+        self.section(tag, |r| serde_json::from_reader(r).map_err(|e| e.to_string()))
+    }
+
+    /// Skips the next section (its checksum unverified); returns its length.
+    pub fn skip_section(&mut self, tag: [u8; 4]) -> Result<u64, ImageError> {
+        let (len, _) = self.header(tag)?;
+        self.input.seek_relative(len as i64).map_err(|e| io_err("seek", &self.path, e))?;
+        self.remaining -= len;
+        Ok(len)
+    }
+
+    /// Checks that nothing follows the last section.
+    pub fn finish(self) -> Result<(), ImageError> {
+        match self.remaining {
+            0 => Ok(()),
+            n => Err(ImageError::TrailingBytes(n)),
+        }
+    }
+}
+
+/// Writes `value` as a JSON section body.
+pub(crate) fn json_section(w: &mut dyn Write, value: &impl Serialize) -> io::Result<()> {
+    serde_json::to_writer(w, value).map_err(io::Error::other)
+}
+
+/// What an image's `STAT` section holds: enough to describe the drive
+/// without reading the rest.
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
+pub struct ImageSummary {
+    /// Version of duraflash that wrote the image.
+    pub written_by: String,
+    /// Simulated time of the latest completion, in nanoseconds.
+    pub now_ns: u64,
+    /// The drive's counters when it was saved.
+    pub stats: Stats,
+}
+
+/// What `duraflash image info` shows: the config and summary (checksums
+/// verified) and every section's size (the large ones not read).
+#[derive(Clone, Debug, Serialize)]
+pub struct ImageInfo {
+    /// Format version.
+    pub version: u32,
+    /// The drive's config.
+    pub config: DriveConfig,
+    /// Counters and clock.
+    pub summary: ImageSummary,
+    /// Each section's tag and payload bytes, in file order.
+    pub sections: Vec<(String, u64)>,
+    /// Size of the file.
+    pub file_bytes: u64,
+}
+
+/// Reads an image's header, config and summary, and walks its sections.
+pub fn inspect(path: &Path) -> Result<ImageInfo, ImageError> {
+    let file_bytes = std::fs::metadata(path).map_err(|e| io_err("stat", path, e))?.len();
+    let mut r = ImageReader::open(path)?;
+    let mut sections = Vec::new();
+    let config: DriveConfig = r.json_section(SECTIONS[0])?;
+    sections.push((tag_name(&SECTIONS[0]), r.last_len));
+    let summary: ImageSummary = r.json_section(SECTIONS[1])?;
+    sections.push((tag_name(&SECTIONS[1]), r.last_len));
+    for tag in &SECTIONS[2..] {
+        sections.push((tag_name(tag), r.skip_section(*tag)?));
+    }
+    r.finish()?;
+    Ok(ImageInfo { version: VERSION, config, summary, sections, file_bytes })
+}
+
+/// The config fields (dotted paths) in which `a` and `b` differ.
+pub fn config_diff(a: &DriveConfig, b: &DriveConfig) -> Vec<String> {
+    fn walk(a: &serde_json::Value, b: &serde_json::Value, path: String, out: &mut Vec<String>) {
+        use serde_json::Value::Object;
+        match (a, b) {
+            (Object(x), Object(y)) => {
+                for (k, v) in x {
+                    let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                    walk(v, y.get(k).unwrap_or(&serde_json::Value::Null), p, out);
+                }
+            }
+            _ if a != b => out.push(path),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    match (serde_json::to_value(a), serde_json::to_value(b)) {
+        (Ok(x), Ok(y)) => walk(&x, &y, String::new(), &mut out),
+        _ => out.push("(config not representable)".into()),
+    }
+    out
+}

@@ -1,0 +1,134 @@
+//! Fuzzing the fio job parser: job files built from real section names,
+//! keys and value shapes (and raw noise) parse or fail with an error, never
+//! a panic; what parses resolves to regions inside any device size.
+//!
+//! `PROPTEST_CASES` sets the cases (512 by default).
+
+use duraflash::fio;
+use proptest::prelude::*;
+
+const KEYS: &[&str] = &[
+    "name",
+    "rw",
+    "readwrite",
+    "bs",
+    "iodepth",
+    "size",
+    "offset",
+    "runtime",
+    "time_based",
+    "io_size",
+    "number_ios",
+    "rwmixread",
+    "rwmixwrite",
+    "buffer_compress_percentage",
+    "buffer_compress_chunk",
+    "dedupe_percentage",
+    "refill_buffers",
+    "random_distribution",
+    "randseed",
+    "stonewall",
+    "ioengine",
+    "filename",
+    "direct",
+    "group_reporting",
+    "numjobs",
+    "preset",
+    "capacity",
+    "seed",
+    "op",
+    "gc",
+    "media",
+    "compression",
+    "dedup",
+    "include",
+];
+
+const VALUES: &[&str] = &[
+    "",
+    "0",
+    "1",
+    "4k",
+    "4K",
+    "128KiB",
+    "1m",
+    "1g",
+    "64GiB",
+    "18446744073709551615",
+    "99999999999999999999",
+    "-1",
+    "50%",
+    "100%",
+    "0%",
+    "101%",
+    "randwrite",
+    "randread",
+    "randrw",
+    "write",
+    "read",
+    "trim",
+    "randtrim",
+    "rw",
+    "zipf:1.2",
+    "zipf:0",
+    "pareto:0.5",
+    "normal:10",
+    "random",
+    "uniform",
+    "10s",
+    "5ms",
+    "1h",
+    "x",
+    "on",
+    "off",
+    "true",
+    "libaio",
+    "/dev/nbd0",
+    "greedy",
+    "memory",
+    "sf2281-240g",
+    "0.07",
+    "nan",
+    "inf",
+    "4k-64k",
+    "4k,8k",
+    "2",
+    "1e9",
+];
+
+fn line() -> impl Strategy<Value = String> {
+    let key = prop::sample::select(KEYS);
+    let value = prop_oneof![prop::sample::select(VALUES).prop_map(str::to_string), "[ -~]{0,12}"];
+    prop_oneof![
+        6 => (key.clone(), value).prop_map(|(k, v)| format!("{k}={v}")),
+        1 => key.prop_map(str::to_string),
+        1 => prop::sample::select(&["[global]", "[drive]", "[job]", "[job2]", "[]", "[", "; comment", "# c", ""][..])
+            .prop_map(str::to_string),
+        1 => "[ -~]{0,24}",
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(512),
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn structured_job_files_parse_or_fail_cleanly(lines in prop::collection::vec(line(), 0..24)) {
+        let text = lines.join("\n");
+        if let Ok(file) = fio::parse(&text) {
+            for job in &file.jobs {
+                for device in [4096u64, 1 << 30, 240_000_000_000, u64::MAX / 2] {
+                    let r = job.region(device);
+                    prop_assert!(r.start <= r.end && r.end <= device, "region {r:?} of a {device}-byte device");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn arbitrary_text_parses_or_fails_cleanly(text in "(?s).{0,300}") {
+        let _ = fio::parse(&text);
+    }
+}
