@@ -74,9 +74,11 @@ fn write_plot(path: &Option<std::path::PathBuf>, chart: &LineChart) -> Result<()
     }
 }
 
-fn build(drive: &super::DriveArgs) -> Result<Drive, Failure> {
+/// The drive the flags describe, or the one saved in `image` (see
+/// [`super::open_drive`]).
+fn build(drive: &super::DriveArgs, image: Option<&Path>) -> Result<Drive, Failure> {
     let cfg = drive.build(None).map_err(Failure::Usage)?;
-    Drive::new(cfg).map_err(|e| Failure::Usage(e.to_string()))
+    super::open_drive(cfg, image)
 }
 
 #[derive(Serialize)]
@@ -94,7 +96,7 @@ pub(super) fn hdtach(args: HdtachArgs) -> Result<(), Failure> {
     if args.zones == 0 {
         return Err(Failure::Usage("--zones: must be at least 1".into()));
     }
-    let mut drive = build(&args.drive)?;
+    let mut drive = build(&args.drive, args.image.as_deref())?;
     let seed = drive.config().seed;
     if u64::from(args.zones) * review::HDTACH_REQUEST > drive.config().logical_bytes {
         return Err(Failure::Usage(format!(
@@ -134,6 +136,7 @@ pub(super) fn hdtach(args: HdtachArgs) -> Result<(), Failure> {
         result.write.avg_mbps
     );
     let cfg = drive.config().clone();
+    super::save_image(&drive, args.image.as_deref())?;
     emit(
         &args.out,
         &summary,
@@ -156,7 +159,7 @@ pub(super) fn atto(args: AttoArgs) -> Result<(), Failure> {
     if args.span.0 < review::ATTO_SIZES[0] {
         return Err(Failure::Usage(format!("--span {}: must hold at least one 512-byte transfer", args.span.0)));
     }
-    let drive = build(&args.drive)?;
+    let drive = build(&args.drive, args.image.as_deref())?;
     let seed = drive.config().seed;
     let points =
         with_progress(&args.out, "atto", |p| review::atto(&drive, args.span.0, seed, p)).map_err(Failure::Run)?;
@@ -185,6 +188,7 @@ pub(super) fn atto(args: AttoArgs) -> Result<(), Failure> {
         summary += &format!("{:>10} {:>10.1} {:>10.1}\n", size_label(p.size), p.write_mbps, p.read_mbps);
     }
     let cfg = drive.config().clone();
+    super::save_image(&drive, args.image.as_deref())?;
     emit(
         &args.out,
         &summary,
@@ -226,7 +230,7 @@ pub(super) fn iometer(args: IometerArgs) -> Result<(), Failure> {
     if args.ops == 0 {
         return Err(Failure::Usage("--ops: must be at least 1".into()));
     }
-    let mut drive = build(&args.drive)?;
+    let mut drive = build(&args.drive, args.image.as_deref())?;
     let seed = drive.config().seed;
     let span = args.span.0.min(drive.config().logical_bytes);
     if span < IOMETER_FILL_REQUEST {
@@ -260,6 +264,7 @@ pub(super) fn iometer(args: IometerArgs) -> Result<(), Failure> {
         summary += &format!("{:>4} {:>10.0} {:>10.0}\n", p.qd, p.read_iops, p.write_iops);
     }
     let cfg = drive.config().clone();
+    super::save_image(&drive, args.image.as_deref())?;
     emit(
         &args.out,
         &summary,
@@ -1005,7 +1010,7 @@ pub(super) fn replay(args: ReplayArgs) -> Result<(), Failure> {
     if args.qd == 0 {
         return Err(Failure::Usage("--qd: must be at least 1".into()));
     }
-    let mut drive = build(&args.drive)?;
+    let mut drive = build(&args.drive, args.image.as_deref())?;
     let options = ParseOptions {
         blkparse_action: match args.blkparse_action {
             BlkActionArg::D => BlkAction::D,
@@ -1050,6 +1055,7 @@ pub(super) fn replay(args: ReplayArgs) -> Result<(), Failure> {
         write_plot(&Some(dir.join("waf.svg")), &waf_chart(&cfg, &path, &report))?;
     }
     let summary = replay_summary(&cfg, &path, format, &spec, &report);
+    super::save_image(&drive, args.image.as_deref())?;
     emit(
         &args.out,
         &summary,

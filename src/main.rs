@@ -292,6 +292,9 @@ struct ReplayArgs {
     drive: DriveArgs,
     #[command(flatten)]
     out: Output,
+    /// Drive image: resumed when it exists, created otherwise; saved when the run ends.
+    #[arg(long)]
+    image: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -471,6 +474,9 @@ struct HdtachArgs {
     plot: Option<PathBuf>,
     #[command(flatten)]
     out: Output,
+    /// Drive image: resumed when it exists, created otherwise; saved when the run ends.
+    #[arg(long)]
+    image: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -485,6 +491,9 @@ struct AttoArgs {
     plot: Option<PathBuf>,
     #[command(flatten)]
     out: Output,
+    /// Drive image: resumed when it exists, created otherwise; saved when the run ends.
+    #[arg(long)]
+    image: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -504,6 +513,9 @@ struct IometerArgs {
     plot: Option<PathBuf>,
     #[command(flatten)]
     out: Output,
+    /// Drive image: resumed when it exists, created otherwise; saved when the run ends.
+    #[arg(long)]
+    image: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -696,7 +708,8 @@ fn image_info(path: &std::path::Path, out: &Output) -> Result<(), Failure> {
     for (tag, len) in &info.sections {
         summary += &format!(" {tag}={len}");
     }
-    emit(out, summary.trim_end(), &info, &[])
+    summary += "\n";
+    emit(out, &summary, &info, &[])
 }
 
 fn soak(args: SoakArgs) -> Result<(), Failure> {

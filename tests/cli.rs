@@ -214,3 +214,34 @@ fn wa_resumes_from_an_image_and_refuses_a_mismatched_or_damaged_one() {
     assert!(err.contains("checksum"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A drive aged by one command is measured by the next: `iometer` fills
+/// and writes a span into an image, `hdtach` resumes it (reads find the
+/// data), `replay`-style single-drive commands refuse other drive flags.
+#[test]
+fn benchmarks_resume_an_image_aged_by_another_command() {
+    let dir = std::env::temp_dir().join(format!("duraflash-cli-age-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let image = dir.join("aged.img");
+    let image = image.to_str().expect("utf-8 path");
+    let drive = ["--capacity", "128MiB", "--media", "metadata-only", "--image", image, "--quiet"];
+    let mut iometer = vec!["iometer", "--span", "32MiB", "--ops", "500"];
+    iometer.extend(drive);
+    assert!(duraflash(&iometer).status.success());
+    let info = duraflash(&["image", "info", image, "--json", "-"]);
+    let v: serde_json::Value = serde_json::from_slice(&info.stdout).expect("JSON");
+    let written = v["summary"]["stats"]["host_write_bytes"].as_u64().expect("host writes");
+    assert!(written >= 32 << 20, "the span was filled: {written}");
+    let mut hdtach = vec!["hdtach", "--zones", "8", "--json", "-"];
+    hdtach.extend(drive);
+    let out = duraflash(&hdtach);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert!(v["stats"]["host_write_bytes"].as_u64().unwrap() >= written, "hdtach saw the aged drive");
+    let other =
+        ["hdtach", "--zones", "8", "--capacity", "64MiB", "--media", "metadata-only", "--image", image, "--quiet"];
+    let out = duraflash(&other);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("logical_bytes"), "names the field");
+    assert_eq!(duraflash(&other).status.code(), Some(2), "different flags are refused");
+    let _ = std::fs::remove_dir_all(&dir);
+}
