@@ -335,6 +335,8 @@ fn fio_randwrite_qd32_ratios_verify_and_randtrim() {
         let mut cmd = Command::new("fio");
         cmd.args(["--ioengine=nbd", &format!("--uri={uri}"), "--output-format=json", "--bs=4k", "--iodepth=32"]);
         cmd.args(["--buffer_compress_percentage=50", "--refill_buffers"]).args(args);
+        // fio writes verify state files into its working directory.
+        cmd.current_dir(std::env::temp_dir());
         let json = fio_json(&run(&mut cmd));
         let job = &json["jobs"][0];
         assert_eq!(job["error"], 0, "fio reported an error: {job}");
