@@ -49,14 +49,15 @@ impl<'a> Provenance<'a> {
     }
 }
 
-/// Runs `f` with a progress callback drawn as a bar named `phase`.
-fn with_progress<T>(out: &Output, phase: &str, f: impl FnOnce(&mut dyn FnMut(f64)) -> T) -> T {
-    let bar = progress_bar(out.quiet);
-    if let Some(b) = &bar {
-        b.set_prefix(phase.to_string());
-    }
-    let mut tick = |x: f64| {
+/// Runs `f` with a progress callback that names the current phase and the
+/// fraction done, drawn as one bar (none when `quiet` or not a terminal).
+pub(crate) fn with_phases<T>(quiet: bool, f: impl FnOnce(&mut dyn FnMut(&str, f64)) -> T) -> T {
+    let bar = progress_bar(quiet);
+    let mut tick = |phase: &str, x: f64| {
         if let Some(b) = &bar {
+            if b.prefix() != phase {
+                b.set_prefix(phase.to_string());
+            }
             b.set_position((x.clamp(0.0, 1.0) * 1000.0) as u64);
         }
     };
@@ -65,6 +66,11 @@ fn with_progress<T>(out: &Output, phase: &str, f: impl FnOnce(&mut dyn FnMut(f64
         b.finish_and_clear();
     }
     result
+}
+
+/// Runs `f` with a progress callback drawn as a bar named `phase`.
+fn with_progress<T>(out: &Output, phase: &str, f: impl FnOnce(&mut dyn FnMut(f64)) -> T) -> T {
+    with_phases(out.quiet, |tick| f(&mut |x| tick(phase, x)))
 }
 
 fn write_plot(path: &Option<std::path::PathBuf>, chart: &LineChart) -> Result<(), Failure> {
@@ -487,17 +493,8 @@ pub(super) fn torture(args: TortureArgs) -> Result<(), Failure> {
         atto_span: args.atto.map(|s| s.0),
         seed: cfg.seed,
     };
-    let bar = progress_bar(args.out.quiet);
-    let mut progress = |phase: &str, f: f64| {
-        if let Some(b) = &bar {
-            b.set_prefix(phase.to_string());
-            b.set_position((f.clamp(0.0, 1.0) * 1000.0) as u64);
-        }
-    };
-    let report = torture::torture(&cfg, &spec, &mut progress).map_err(Failure::Run)?;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    let report =
+        with_phases(args.out.quiet, |progress| torture::torture(&cfg, &spec, progress)).map_err(Failure::Run)?;
     if let Some(dir) = &args.plot {
         torture_plots(dir, &cfg, &report)?;
     }
@@ -794,12 +791,7 @@ fn emit_sweep_jobs(args: &SweepArgs, file: &Path, n: usize) -> Result<(), Failur
         },
         args.seed,
         join(args.op.iter().map(f64::to_string).collect()),
-        join(
-            args.gc
-                .iter()
-                .map(|g| serde_json::to_value(g).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default())
-                .collect()
-        ),
+        join(args.gc.iter().map(duraflash::GcPolicy::to_string).collect()),
         join(args.pages_per_block.iter().map(u32::to_string).collect()),
         join(args.compress_pct.iter().map(u8::to_string).collect()),
         join(args.dedupe_pct.iter().map(u8::to_string).collect()),
@@ -871,7 +863,7 @@ fn finish_sweep(args: &SweepArgs, out: SweepOutput) -> Result<(), Failure> {
     let label = |p: &duraflash::workload::sweep::Point| {
         let mut parts = Vec::new();
         if g.gc.len() > 1 {
-            parts.push(format!("{:?}", p.gc).to_lowercase());
+            parts.push(p.gc.to_string());
         }
         if g.pages_per_block.len() > 1 {
             parts.push(format!("{} pages/block", p.pages_per_block));
@@ -918,7 +910,7 @@ fn finish_sweep(args: &SweepArgs, out: SweepOutput) -> Result<(), Failure> {
             w.write_record([
                 p.index.to_string(),
                 p.op.to_string(),
-                serde_json::to_value(p.gc).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
+                p.gc.to_string(),
                 p.pages_per_block.to_string(),
                 p.compress_pct.to_string(),
                 p.dedupe_pct.to_string(),
@@ -1178,17 +1170,9 @@ pub(crate) fn reproduce(args: ReproduceArgs) -> Result<(), Failure> {
         return Err(Failure::Usage(format!("--only: unknown part '{bad}' (valid: {})", report::PARTS.join(", "))));
     }
     std::fs::create_dir_all(&args.out).map_err(|e| Failure::Usage(format!("--out {}: {e}", args.out.display())))?;
-    let bar = progress_bar(args.quiet);
-    let mut progress = |part: &str, f: f64| {
-        if let Some(b) = &bar {
-            b.set_prefix(part.to_string());
-            b.set_position((f.clamp(0.0, 1.0) * 1000.0) as u64);
-        }
-    };
-    let r = report::reproduce(&args.out, args.scale, &args.only, args.seed, &mut progress).map_err(Failure::Run)?;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    let r =
+        with_phases(args.quiet, |progress| report::reproduce(&args.out, args.scale, &args.only, args.seed, progress))
+            .map_err(Failure::Run)?;
     report::write(&args.out, &r).map_err(|e| Failure::Run(format!("--out {}: {e}", args.out.display())))?;
     for p in &r.parts {
         let state = p.error.as_deref().map_or("ok".to_string(), |e| format!("FAILED: {e}"));
@@ -1239,17 +1223,7 @@ pub(super) fn raid(args: RaidArgs) -> Result<(), Failure> {
         zones: args.zones,
         seed: cfg.seed,
     };
-    let bar = progress_bar(args.out.quiet);
-    let mut progress = |phase: &str, f: f64| {
-        if let Some(b) = &bar {
-            b.set_prefix(phase.to_string());
-            b.set_position((f.clamp(0.0, 1.0) * 1000.0) as u64);
-        }
-    };
-    let r = raid::raid(&cfg, &spec, &mut progress).map_err(Failure::Run)?;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    let r = with_phases(args.out.quiet, |progress| raid::raid(&cfg, &spec, progress)).map_err(Failure::Run)?;
     if let Some(dir) = &args.plot {
         raid_plots(dir, &cfg, &r)?;
     }
@@ -1261,7 +1235,7 @@ pub(super) fn raid(args: RaidArgs) -> Result<(), Failure> {
         duraflash::ByteSize(r.member_bytes),
         duraflash::ByteSize(r.array_bytes),
         duraflash::ByteSize(args.stripe.0),
-        serde_json::to_value(args.driver).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
+        args.driver,
         if r.trim_passed { "passed to the members" } else { "dropped by the driver" },
     );
     summary += &format!(
@@ -1296,7 +1270,7 @@ fn raid_plots(dir: &Path, cfg: &DriveConfig, r: &RaidReport) -> Result<(), Failu
     std::fs::create_dir_all(dir).map_err(|e| Failure::Run(format!("--plot {}: {e}", dir.display())))?;
     let gb = |o: u64| o as f64 / 1e9;
     let states = [("clean", &r.clean), ("tortured", &r.tortured), ("after format", &r.after_format)];
-    let driver = serde_json::to_value(r.driver).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+    let driver = r.driver.to_string();
     for (dir_name, pick) in [("read", true), ("write", false)] {
         let series = states
             .iter()
@@ -1317,9 +1291,6 @@ fn raid_plots(dir: &Path, cfg: &DriveConfig, r: &RaidReport) -> Result<(), Failu
     }
     Ok(())
 }
-
-/// The review's PCMark Vantage HDD scores: clean, used, after the optimizer.
-const REVIEW_SCORES: [f64; 3] = [35909.0, 30354.0, 34014.0];
 
 #[derive(Serialize)]
 struct OptimizerOutput<'a> {
@@ -1344,17 +1315,8 @@ pub(super) fn optimizer(args: OptimizerArgs) -> Result<(), Failure> {
     cfg.seed = args.seed;
     cfg.media = duraflash::Media::MetadataOnly;
     let drive = Drive::new(cfg.clone()).map_err(|e| Failure::Usage(e.to_string()))?;
-    let bar = progress_bar(args.out.quiet);
-    let mut progress = |phase: &str, f: f64| {
-        if let Some(b) = &bar {
-            b.set_prefix(phase.to_string());
-            b.set_position((f.clamp(0.0, 1.0) * 1000.0) as u64);
-        }
-    };
-    let r = optimizer::optimizer(&drive, args.seed, &mut progress).map_err(Failure::Run)?;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    let r = with_phases(args.out.quiet, |progress| optimizer::optimizer(&drive, args.seed, progress))
+        .map_err(Failure::Run)?;
     let mut summary = format!(
         "optimizer {} at {}: {} commands at QD {} ({:.0} MB read, {:.0} MB written), files on {:.0}% of the LBAs, \
          wiper unmapped {} units\n",
@@ -1378,8 +1340,8 @@ pub(super) fn optimizer(args: OptimizerArgs) -> Result<(), Failure> {
             "{name:<12} {score:>10.0} {:>7.1}% {:>6.2} {:>14.0} {:>7.1}%\n",
             score / r.clean * 100.0,
             r.waf[i],
-            REVIEW_SCORES[i],
-            REVIEW_SCORES[i] / REVIEW_SCORES[0] * 100.0
+            optimizer::REVIEW_SCORES[i],
+            optimizer::REVIEW_SCORES[i] / optimizer::REVIEW_SCORES[0] * 100.0
         );
     }
     summary += "(score: KB/s of trace I/O; the review's is PCMark Vantage HDD on a 160 GB X25-M G2)\n";
@@ -1387,7 +1349,7 @@ pub(super) fn optimizer(args: OptimizerArgs) -> Result<(), Failure> {
     emit(
         &args.out,
         &summary,
-        &OptimizerOutput { provenance: Provenance::new(&cfg), report: &r, review: REVIEW_SCORES },
+        &OptimizerOutput { provenance: Provenance::new(&cfg), report: &r, review: optimizer::REVIEW_SCORES },
         &smart,
     )
 }

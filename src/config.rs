@@ -94,6 +94,16 @@ impl GcPolicy {
     pub const NAMES: [&'static str; 3] = ["greedy", "cost-benefit", "fifo"];
 }
 
+impl std::fmt::Display for GcPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            GcPolicy::Greedy => "greedy",
+            GcPolicy::CostBenefit => "cost-benefit",
+            GcPolicy::Fifo => "fifo",
+        })
+    }
+}
+
 impl std::str::FromStr for GcPolicy {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {

@@ -214,6 +214,10 @@ impl Corpus {
     /// `out`.
     pub fn unit(&self, i: u64, out: &mut [u8]) {
         let unit = out.len();
+        if self.bytes.is_empty() || unit == 0 {
+            out.fill(0); // an empty corpus (only `from_bytes` makes one) reads as zeros
+            return;
+        }
         let start = (i % self.units(unit)) as usize * unit;
         for (pos, b) in (start..).zip(out.iter_mut()) {
             *b = self.bytes[pos % self.bytes.len()];

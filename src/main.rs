@@ -931,18 +931,9 @@ fn run_wa(args: WaArgs) -> Result<(), Failure> {
     };
     spec.validate(&cfg).map_err(Failure::Usage)?;
     let mut drive = open_drive(cfg.clone(), args.image.as_deref())?;
-    let bar = progress_bar(args.out.quiet);
-    let mut progress = |phase: &str, f: f64| {
-        if let Some(b) = &bar {
-            b.set_prefix(phase.to_string());
-            b.set_position((f * 1000.0) as u64);
-        }
-    };
-    let report = wa::run(&mut drive, &spec, cfg.seed, &mut progress).map_err(Failure::Run)?;
+    let report = commands::with_phases(args.out.quiet, |progress| wa::run(&mut drive, &spec, cfg.seed, progress))
+        .map_err(Failure::Run)?;
     save_image(&drive, args.image.as_deref())?;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
     let summary = wa_summary(&cfg, &report);
     let output = WaOutput {
         command: std::env::args().collect(),

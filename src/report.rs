@@ -192,12 +192,16 @@ fn save_line(dir: &Path, file: &str, chart: &LineChart, part: &mut Part) -> Resu
     Ok(())
 }
 
-fn sf2281(capacity: Option<u64>) -> Result<DriveConfig, String> {
-    let cfg = DriveConfig::preset("sf2281-240g").map_err(|e| e.to_string())?;
-    match capacity {
-        Some(c) => cfg.scaled(c).map_err(|e| e.to_string()),
-        None => Ok(cfg),
+/// `preset` at `capacity` (its own size when `None`), metadata-only, with
+/// `seed`: the drives every part runs.
+fn model(preset: &str, capacity: Option<u64>, seed: u64) -> Result<DriveConfig, String> {
+    let mut cfg = DriveConfig::preset(preset).map_err(|e| e.to_string())?;
+    if let Some(c) = capacity {
+        cfg = cfg.scaled(c).map_err(|e| e.to_string())?;
     }
+    cfg.media = crate::Media::MetadataOnly;
+    cfg.seed = seed;
+    Ok(cfg)
 }
 
 fn wa_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
@@ -215,9 +219,7 @@ fn wa_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Pa
             Scale::Quick => (Some(1 << 30), 64, 2.0, 1.0),
             Scale::Full => (None, 256, 2.0, 1.0),
         };
-        let mut base = sf2281(capacity)?;
-        base.media = crate::Media::MetadataOnly;
-        base.seed = seed;
+        let base = model("sf2281-240g", capacity, seed)?;
         let ops = [0.07, 0.15, 0.28];
         let (mut ours, mut model) = (Vec::new(), Vec::new());
         for (i, &op) in ops.iter().enumerate() {
@@ -269,9 +271,7 @@ fn corpora_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) 
             Scale::Quick => (Some(256 << 20), 2.0, 1.0),
             Scale::Full => (None, 2.0, 1.0),
         };
-        let mut cfg = sf2281(capacity)?;
-        cfg.media = crate::Media::MetadataOnly;
-        cfg.seed = seed;
+        let cfg = model("sf2281-240g", capacity, seed)?;
         let names = ["alice29", "database", "log", "random", "fio-c50"];
         let spec = CorpusSpec { share: 1.0, precondition: pre, measure, seed };
         let mut reports = Vec::new();
@@ -321,10 +321,8 @@ fn run_tortures(scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Result<Ve
         .flat_map(|f| [(f, TortureData::Compressible), (f, TortureData::Incompressible)])
         .collect();
     for (i, (firmware, data)) in runs.iter().enumerate() {
-        let mut cfg = sf2281(capacity)?;
-        cfg.media = crate::Media::MetadataOnly;
+        let mut cfg = model("sf2281-240g", capacity, seed)?;
         cfg.firmware = crate::firmware::Firmware::profile(firmware).map_err(|e| e.to_string())?;
-        cfg.seed = seed;
         let spec = TortureSpec {
             data: *data,
             duration: Duration::Minutes(20.0),
@@ -501,12 +499,7 @@ fn raid_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> 
             Scale::Quick => Some(512 << 20),
             Scale::Full => None,
         };
-        let mut member = DriveConfig::preset("samsung830-64g").map_err(|e| e.to_string())?;
-        if let Some(c) = capacity {
-            member = member.scaled(c).map_err(|e| e.to_string())?;
-        }
-        member.media = crate::Media::MetadataOnly;
-        member.seed = seed;
+        let member = model("samsung830-64g", capacity, seed)?;
         for (i, driver) in [TrimPolicy::Rst10_6, TrimPolicy::Rst11_2].into_iter().enumerate() {
             let spec = RaidSpec {
                 level: Level::Raid0,
@@ -518,7 +511,7 @@ fn raid_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> 
                 seed,
             };
             let r = raid(&member, &spec, &mut |_, f| tick((i as f64 + f) / 2.0))?;
-            let d = serde_json::to_value(driver).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+            let d = driver.to_string();
             if i == 0 {
                 part.rows.push(row(
                     "array / one member: sequential read",
@@ -588,7 +581,7 @@ fn raid_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> 
 }
 
 fn optimizer_part(scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
-    use crate::workload::optimizer::optimizer;
+    use crate::workload::optimizer::{optimizer, REVIEW_SCORES};
     let part = empty(
         "optimizer",
         "Manual TRIM: Intel SSD Optimizer on an X25-M G2",
@@ -605,19 +598,15 @@ fn optimizer_part(scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
             Scale::Quick => Some(1 << 30),
             Scale::Full => None,
         };
-        let mut cfg = DriveConfig::preset("intel-x25m-g2-160g").map_err(|e| e.to_string())?;
-        if let Some(c) = capacity {
-            cfg = cfg.scaled(c).map_err(|e| e.to_string())?;
-        }
-        cfg.media = crate::Media::MetadataOnly;
-        cfg.seed = seed;
+        let cfg = model("intel-x25m-g2-160g", capacity, seed)?;
         let drive = crate::Drive::new(cfg).map_err(|e| e.to_string())?;
         let r = optimizer(&drive, seed, &mut |_, f| tick(f))?;
-        part.rows.push(row("score clean", None, "35909 (PCMark points)", r.clean, "KB/s"));
-        part.rows.push(row("score used", None, "30354", r.used, "KB/s"));
-        part.rows.push(row("score after the wiper", None, "34014", r.after_wiper, "KB/s"));
-        part.rows.push(num("used / clean", 30354.0 / 35909.0, r.used / r.clean, "ratio"));
-        part.rows.push(num("after the wiper / clean", 34014.0 / 35909.0, r.after_wiper / r.clean, "ratio"));
+        let [clean, used, wiped] = REVIEW_SCORES;
+        part.rows.push(row("score clean", None, format!("{clean} (PCMark points)"), r.clean, "KB/s"));
+        part.rows.push(row("score used", None, format!("{used}"), r.used, "KB/s"));
+        part.rows.push(row("score after the wiper", None, format!("{wiped}"), r.after_wiper, "KB/s"));
+        part.rows.push(num("used / clean", used / clean, r.used / r.clean, "ratio"));
+        part.rows.push(num("after the wiper / clean", wiped / clean, r.after_wiper / r.clean, "ratio"));
         Ok(())
     })
 }
@@ -638,9 +627,7 @@ fn smart_part(scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
             _ => 1 << 30,
         };
         for (i, preset) in ["sf2281-240g", "samsung830-64g", "intel-x25m-g2-160g"].into_iter().enumerate() {
-            let mut cfg = DriveConfig::preset(preset).and_then(|c| c.scaled(capacity)).map_err(|e| e.to_string())?;
-            cfg.media = crate::Media::MetadataOnly;
-            cfg.seed = seed;
+            let cfg = model(preset, Some(capacity), seed)?;
             let cap = cfg.logical_bytes;
             let mut drive = crate::Drive::new(cfg).map_err(|e| e.to_string())?;
             let data = crate::pattern::DataSpec::compressible(50).map_err(|e| e.to_string())?;

@@ -113,6 +113,16 @@ impl FromStr for TrimPolicy {
     }
 }
 
+impl std::fmt::Display for TrimPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TrimPolicy::Rst10_6 => "rst-10.6",
+            TrimPolicy::Rst11_2 => "rst-11.2",
+            TrimPolicy::Passthrough => "passthrough",
+        })
+    }
+}
+
 impl TrimPolicy {
     /// Whether TRIM reaches the members of a `level` array.
     pub fn passes(self, level: Level) -> bool {
