@@ -179,6 +179,10 @@ pub struct Drive {
     /// Recently read NAND pages in the controller's read buffer:
     /// `(block, page, erase count)`, most recent last.
     read_cache: std::collections::VecDeque<(u32, u32, u32)>,
+    /// Scratch list of a GC victim's chunks, reused by every collection.
+    gc_scratch: Vec<(ChunkId, Extent, u32)>,
+    /// Scratch list of when each GC victim's data is read, per write.
+    victim_scratch: Vec<SimTime>,
 }
 
 impl Drive {
@@ -210,6 +214,8 @@ impl Drive {
             now: SimTime::ZERO,
             marks: Vec::new(),
             read_cache: std::collections::VecDeque::new(),
+            gc_scratch: Vec::new(),
+            victim_scratch: Vec::new(),
             config,
         })
     }
@@ -373,7 +379,8 @@ impl Drive {
         let ready = if self.config.compression || self.config.dedup { t.engine(bytes, received) } else { received };
         let (mut done, mut host_data) = (ready, ready);
         // Pass 1: host work, and when each victim's live pages are read.
-        let mut victim_data = Vec::new();
+        let mut victim_data = std::mem::take(&mut self.victim_scratch);
+        victim_data.clear();
         let mut gc_data = ready;
         for op in ops {
             match *op {
@@ -388,7 +395,7 @@ impl Drive {
             }
         }
         // Pass 2: each victim's relocation programs, then its erase.
-        let mut victims = victim_data.into_iter();
+        let mut victims = victim_data.iter().copied();
         let mut data = victims.next().unwrap_or(gc_data);
         let mut moved = data;
         for op in ops {
@@ -402,6 +409,7 @@ impl Drive {
                 NandOp::Read(_) | NandOp::Program(_) | NandOp::GcRead(_) => {}
             }
         }
+        self.victim_scratch = victim_data;
         done
     }
 
@@ -474,6 +482,14 @@ impl Drive {
 
     /// The in-order half of a commit: dedup, place, map.
     fn apply(&mut self, units: &[(usize, Lpn, &[u8])], batch: &EncodedBatch) -> Result<(), DriveError> {
+        // Touch each unit's map entry and old chunk record first: these
+        // loads are independent across units, so their cache misses overlap
+        // here instead of stalling one after another in the loop below.
+        let warm = units
+            .iter()
+            .map(|(_, lpn, _)| self.map.get(*lpn).map_or(0, |id| self.chunks.get(id).refs))
+            .fold(0u32, u32::wrapping_add);
+        std::hint::black_box(warm);
         for (i, (r, lpn, data)) in units.iter().enumerate() {
             self.begin_request(*r);
             let enc = batch.units()[i];
@@ -874,40 +890,57 @@ impl Drive {
     /// their chunks elsewhere, then the erase.
     fn relocate_all(&mut self, victim: BlockId) -> Result<(), DriveError> {
         let summary = self.space.take_summary(victim);
-        let live = |chunks: &ChunkStore, id: ChunkId| {
-            let chunk = chunks.get(id);
-            chunk.refs > 0 && chunk.extent.block == victim
-        };
+        // One gather over the records, with no branch on what it loads, so
+        // the (mostly cache-missing) loads overlap; then keep the live ones.
+        let mut live = std::mem::take(&mut self.gc_scratch);
+        live.clear();
+        live.extend(summary.iter().map(|&id| {
+            let chunk = self.chunks.get(id);
+            (id, chunk.extent, chunk.refs)
+        }));
+        live.retain(|&(_, extent, refs)| refs > 0 && extent.block == victim);
+        // An id freed and reused within the block appears twice in its
+        // summary; both entries now name the same chunk. In offset order
+        // the copies are adjacent, and the pages come in order.
+        live.sort_unstable_by_key(|&(_, extent, _)| extent.offset);
+        live.dedup_by_key(|&mut (id, _, _)| id);
         let mut pages = Vec::new();
-        for &id in summary.iter().filter(|&&id| live(&self.chunks, id)) {
-            self.space.nand_pages(&self.nand, self.chunks.get(id).extent, &mut pages);
+        for &(_, extent, _) in &live {
+            self.space.nand_pages(&self.nand, extent, &mut pages);
         }
-        pages.sort_unstable();
         pages.dedup();
         for &(block, _) in &pages {
             self.nand.journal_read(BlockId(block));
         }
         self.counters.gc_page_reads += pages.len() as u64;
         let mut bytes = Vec::new();
-        for &id in &summary {
-            if !live(&self.chunks, id) {
-                continue; // stale entry: freed, or already moved
-            }
-            let old = self.chunks.get(id).extent;
+        let mut result = Ok(());
+        for &(id, old, _) in &live {
             let data = if self.keeps_data() {
                 bytes.clear();
-                self.space.read_extent(&self.nand, old, &mut bytes)?;
+                if let Err(e) = self.space.read_extent(&self.nand, old, &mut bytes) {
+                    result = Err(e.into());
+                    break;
+                }
                 Some(&bytes[..])
             } else {
                 None
             };
             self.clock += 1;
-            let new = self.space.append(&mut self.nand, id, old.len, data, self.clock)?;
+            let new = match self.space.append(&mut self.nand, id, old.len, data, self.clock) {
+                Ok(new) => new,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            };
             self.chunks.relocate(id, new);
             self.space.invalidate(old);
             self.counters.gc_relocated_bytes += u64::from(old.len);
             self.counters.gc_relocated_chunks += 1;
         }
+        self.gc_scratch = live;
+        result?;
         self.counters.gc_victims += 1;
         self.space.erase(&mut self.nand, victim, summary);
         Ok(())
@@ -1044,6 +1077,7 @@ impl Drive {
         }
         drive.nand = nand;
         drive.space = space;
+        drive.space.rebuild_index();
         drive.chunks = chunks;
         drive.map = map;
         drive.counters = counters;
@@ -1104,7 +1138,7 @@ impl Drive {
             extents[b].push((e.offset, e.len));
             if self.keeps_data() {
                 self.fetch(id, &mut unit, &mut pages, &mut scratch).map_err(|e| e.to_string())?;
-                if self.config.dedup && crate::units::Fingerprint::of(&unit) != chunk.fingerprint {
+                if self.chunks.fingerprint(id).is_some_and(|fp| *fp != crate::units::Fingerprint::of(&unit)) {
                     return Err(format!("chunk {} content does not match its fingerprint", id.index()));
                 }
             }

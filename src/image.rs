@@ -7,7 +7,8 @@
 //! section  tag: [u8; 4] | len: u64 | blake3(payload): [u8; 32] | payload
 //! ```
 //!
-//! Version 1 holds exactly these sections, in this order: `CONF` (the
+//! Version 2 (version 1 also stored the greedy victim index, which is now
+//! rebuilt on load) holds exactly these sections, in this order: `CONF` (the
 //! drive config, JSON), `STAT` (counters and clock, JSON, for
 //! `duraflash image info`), `NAND` (blocks: programmed pages, P/E cycles,
 //! page bytes for memory media), `SPAC` (block states, open blocks, free
@@ -36,8 +37,8 @@ use crate::controller::Stats;
 /// First bytes of every image.
 pub const MAGIC: [u8; 8] = *b"DURAFLSH";
 /// The format version this build writes and reads.
-pub const VERSION: u32 = 1;
-/// Section tags of a version-1 image, in file order.
+pub const VERSION: u32 = 2;
+/// Section tags of a version-2 image, in file order.
 pub const SECTIONS: [[u8; 4]; 7] = [*b"CONF", *b"STAT", *b"NAND", *b"SPAC", *b"CHNK", *b"MAP ", *b"DRIV"];
 
 const HEADER_BYTES: u64 = 12;

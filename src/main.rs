@@ -1034,6 +1034,15 @@ fn wa_summary(cfg: &DriveConfig, r: &WaReport) -> String {
         }
         None => s += "model      n/a (the analytic models assume uniform random writes without TRIM)\n",
     }
+    let v = &r.speed;
+    s += &format!(
+        "speed      {:.2} M host writes per CPU-second, {:.2} M per second ({} writes measured, {:.2} CPU-s, {:.2} s)\n",
+        v.writes_per_cpu_sec / 1e6,
+        v.writes_per_sec / 1e6,
+        v.host_writes,
+        v.cpu_secs,
+        v.wall_secs
+    );
     s
 }
 

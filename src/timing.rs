@@ -106,7 +106,10 @@ pub const CODEWORD_BYTES: u64 = 512;
 
 /// Nanoseconds to move `bytes` at `rate` bytes per second, rounded up.
 pub fn transfer_ns(bytes: u64, rate: u64) -> u64 {
-    (u128::from(bytes) * 1_000_000_000).div_ceil(u128::from(rate)) as u64
+    match bytes.checked_mul(1_000_000_000) {
+        Some(scaled) => scaled.div_ceil(rate),
+        None => (u128::from(bytes) * 1_000_000_000).div_ceil(u128::from(rate)) as u64,
+    }
 }
 
 /// Whose work a NAND operation is.

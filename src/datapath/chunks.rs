@@ -5,10 +5,13 @@
 //! Owns chunk identity and reference counts. It does not own placement
 //! (the controller decides extents) or the logical map.
 //!
-//! Memory: a record is 32 bytes; the index is a flat open-addressing table
-//! of 4-byte chunk ids (linear probing, load <= 7/8) that compares
-//! fingerprints through the record table, so it costs 4.6 to 9.1 bytes per
-//! indexed chunk. A `DashMap<[u8; 16], u32>` costs 45-77 bytes an entry
+//! Memory: a record (extent and reference count) is 16 bytes, and with
+//! dedup on each chunk's 16-byte fingerprint sits in a parallel table, so
+//! GC, which reads records of whole blocks at random, finds twice as many
+//! per cache line. The index is a flat open-addressing table of 4-byte
+//! chunk ids (linear probing, load <= 7/8) that compares fingerprints
+//! through the fingerprint table, so it costs 4.6 to 9.1 bytes per indexed
+//! chunk. A `DashMap<[u8; 16], u32>` costs 45-77 bytes an entry
 //! (measured for the issue), which alone would exceed a 64-byte-per-unit
 //! budget; the batch pipeline hashes in parallel and applies results in
 //! order, so the index needs no concurrent writers.
@@ -36,11 +39,10 @@ impl Extent {
     }
 }
 
-/// One stored content.
+/// One stored content (its fingerprint is kept apart: see
+/// [`ChunkStore::fingerprint`]).
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct Chunk {
-    /// Fingerprint of the raw unit.
-    pub fingerprint: Fingerprint,
     /// Where its bytes are.
     pub extent: Extent,
     /// Map entries pointing here. Invariant: 0 exactly when the record is
@@ -54,6 +56,8 @@ pub struct ChunkStore {
     /// Whether chunks are entered in the index (dedup on).
     dedup: bool,
     records: Vec<Chunk>,
+    /// Fingerprint of each record's content; empty without dedup.
+    fingerprints: Vec<Fingerprint>,
     free: Vec<ChunkId>,
     index: FlatIndex,
 }
@@ -90,26 +94,37 @@ impl ChunkStore {
 
     /// The live chunk holding content `fp`, if any (always `None` without dedup).
     pub fn find(&self, fp: &Fingerprint) -> Option<ChunkId> {
-        self.index.find(fp, &self.records)
+        self.index.find(fp, &self.fingerprints)
+    }
+
+    /// The fingerprint of `id`'s content (dedup on), or `None`.
+    pub fn fingerprint(&self, id: ChunkId) -> Option<&Fingerprint> {
+        self.fingerprints.get(id.index())
     }
 
     /// Creates a chunk with one reference at `extent`, entered in the dedup
     /// index when dedup is on. Fails only when ids run out.
     pub fn insert(&mut self, fingerprint: Fingerprint, extent: Extent) -> Option<ChunkId> {
-        let chunk = Chunk { fingerprint, extent, refs: 1 };
+        let chunk = Chunk { extent, refs: 1 };
         let id = match self.free.pop() {
             Some(id) => {
                 self.records[id.index()] = chunk;
+                if self.dedup {
+                    self.fingerprints[id.index()] = fingerprint;
+                }
                 id
             }
             None => {
                 let id = ChunkId::from_index(self.records.len())?;
                 self.records.push(chunk);
+                if self.dedup {
+                    self.fingerprints.push(fingerprint);
+                }
                 id
             }
         };
         if self.dedup {
-            self.index.insert(id, &self.records);
+            self.index.insert(id, &self.fingerprints);
         }
         Some(id)
     }
@@ -132,7 +147,7 @@ impl ChunkStore {
         }
         let extent = c.extent;
         if self.dedup {
-            self.index.remove(id, &self.records);
+            self.index.remove(id, &self.fingerprints);
         }
         self.free.push(id);
         Some(extent)
@@ -155,8 +170,8 @@ impl ChunkStore {
         if indexed != self.index.len {
             return Err(format!("dedup index holds {} entries, {indexed} live chunks are indexed", self.index.len));
         }
-        for (id, c) in self.iter_live() {
-            if self.dedup && self.find(&c.fingerprint) != Some(id) {
+        for (id, _) in self.iter_live() {
+            if self.dedup && self.fingerprint(id).and_then(|fp| self.find(fp)) != Some(id) {
                 return Err(format!("chunk {} is live but the dedup index does not find it", id.index()));
             }
         }
@@ -171,6 +186,9 @@ impl ChunkStore {
             return Err(format!("chunk table has dedup {}, the config {dedup}", self.dedup));
         }
         let n = self.records.len();
+        if self.fingerprints.len() != if dedup { n } else { 0 } {
+            return Err(format!("{} fingerprints for {n} chunk records", self.fingerprints.len()));
+        }
         for (i, c) in self.records.iter().enumerate() {
             let e = c.extent;
             if c.refs > 0
@@ -218,13 +236,13 @@ impl FlatIndex {
         self.slots.len() - 1
     }
 
-    fn find(&self, fp: &Fingerprint, records: &[Chunk]) -> Option<ChunkId> {
+    fn find(&self, fp: &Fingerprint, fps: &[Fingerprint]) -> Option<ChunkId> {
         if self.slots.is_empty() {
             return None;
         }
         let mut i = fp.hash64() as usize & self.mask();
         while let Some(id) = self.slots[i] {
-            if records[id.index()].fingerprint == *fp {
+            if fps[id.index()] == *fp {
                 return Some(id);
             }
             i = (i + 1) & self.mask();
@@ -232,35 +250,35 @@ impl FlatIndex {
         None
     }
 
-    fn insert(&mut self, id: ChunkId, records: &[Chunk]) {
+    fn insert(&mut self, id: ChunkId, fps: &[Fingerprint]) {
         if (self.len + 1) * 8 > self.slots.len() * 7 {
-            self.grow(records);
+            self.grow(fps);
         }
-        self.place(id, records);
+        self.place(id, fps);
         self.len += 1;
     }
 
-    fn place(&mut self, id: ChunkId, records: &[Chunk]) {
-        let mut i = records[id.index()].fingerprint.hash64() as usize & self.mask();
+    fn place(&mut self, id: ChunkId, fps: &[Fingerprint]) {
+        let mut i = fps[id.index()].hash64() as usize & self.mask();
         while self.slots[i].is_some() {
             i = (i + 1) & self.mask();
         }
         self.slots[i] = Some(id);
     }
 
-    fn grow(&mut self, records: &[Chunk]) {
+    fn grow(&mut self, fps: &[Fingerprint]) {
         let size = (self.slots.len() * 2).max(1024);
         let old = std::mem::replace(&mut self.slots, vec![None; size]);
         for id in old.into_iter().flatten() {
-            self.place(id, records);
+            self.place(id, fps);
         }
     }
 
     /// Removes `id` (which must be present), shifting later entries of the
     /// probe run back so lookups never need tombstones.
-    fn remove(&mut self, id: ChunkId, records: &[Chunk]) {
+    fn remove(&mut self, id: ChunkId, fps: &[Fingerprint]) {
         let mask = self.mask();
-        let mut i = records[id.index()].fingerprint.hash64() as usize & mask;
+        let mut i = fps[id.index()].hash64() as usize & mask;
         while self.slots[i] != Some(id) {
             debug_assert!(self.slots[i].is_some(), "removing a chunk the index does not hold");
             i = (i + 1) & mask;
@@ -270,7 +288,7 @@ impl FlatIndex {
         let mut hole = i;
         let mut j = (i + 1) & mask;
         while let Some(other) = self.slots[j] {
-            let home = records[other.index()].fingerprint.hash64() as usize & mask;
+            let home = fps[other.index()].hash64() as usize & mask;
             // Move `other` into the hole unless its home lies cyclically in (hole, j].
             let dist_home = j.wrapping_sub(home) & mask;
             let dist_hole = j.wrapping_sub(hole) & mask;
@@ -334,6 +352,6 @@ mod tests {
         plain.insert(fp(2, 2), ext()).unwrap();
         assert_eq!(plain.find(&fp(2, 2)), None, "without dedup nothing is found");
         plain.check_index().unwrap();
-        assert_eq!(std::mem::size_of::<Chunk>(), 32);
+        assert_eq!(std::mem::size_of::<Chunk>(), 16);
     }
 }

@@ -1,7 +1,9 @@
 //! The flash translation layer's parts: the logical map, the physical
-//! space (block states, open blocks, packing) and GC victim policies.
+//! space (block states, open blocks, packing), GC victim policies and the
+//! greedy victim index.
 //! The controller composes them; each is usable and testable alone.
 
+pub mod greedy;
 pub mod map;
 pub mod map_cache;
 pub mod space;

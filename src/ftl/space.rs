@@ -14,13 +14,14 @@
 //! chunk is where, and each block keeps a summary of the chunk ids written
 //! to it (like a real FTL's out-of-band area) so GC can find them.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
 use crate::config::Geometry;
 use crate::datapath::chunks::Extent;
 use crate::error::{DriveError, NandError};
+use crate::ftl::greedy::GreedyIndex;
 use crate::ftl::victim::BlockView;
 use crate::nand::NandArray;
 use crate::units::{BlockId, ChunkId};
@@ -47,7 +48,7 @@ struct BlockMeta {
     last_write: u64,
     /// Chunk ids appended since the last erase (stale ones included).
     summary: Vec<ChunkId>,
-    /// Entered in `by_live` (sealed and not yet taken for GC).
+    /// Entered in the greedy index (sealed and not yet taken for GC).
     indexed: bool,
 }
 
@@ -82,9 +83,10 @@ pub struct Space {
     cursor: usize,
     seal_seq: u64,
     counters: SpaceCounters,
-    /// Sealed blocks by (live bytes, seal order, block): greedy's victim
-    /// is the first reclaimable one, found without scanning every block.
-    by_live: BTreeSet<(u32, u64, u32)>,
+    /// Sealed blocks by live bytes, for greedy's victim. Rebuilt from the
+    /// blocks' `indexed` flags when an image is loaded.
+    #[serde(skip)]
+    greedy: GreedyIndex,
 }
 
 impl Space {
@@ -118,7 +120,7 @@ impl Space {
             cursor: 0,
             seal_seq: 0,
             counters: SpaceCounters::default(),
-            by_live: BTreeSet::new(),
+            greedy: GreedyIndex::new(geometry.total_blocks(), geometry.block_bytes() as u32),
         }
     }
 
@@ -294,7 +296,7 @@ impl Space {
         m.state = BlockState::Sealed;
         m.sealed_seq = self.seal_seq;
         m.indexed = true;
-        self.by_live.insert((m.live_bytes, m.sealed_seq, open.block.0));
+        self.greedy.insert(open.block.0, m.live_bytes, m.data_bytes, m.sealed_seq);
         Ok(())
     }
 
@@ -302,18 +304,26 @@ impl Space {
     pub fn invalidate(&mut self, extent: Extent) {
         let m = &mut self.meta[extent.block.0 as usize];
         debug_assert!(m.live_bytes >= extent.len, "invalidating more bytes than are live");
-        if m.indexed {
-            self.by_live.remove(&(m.live_bytes, m.sealed_seq, extent.block.0));
-            self.by_live.insert((m.live_bytes - extent.len, m.sealed_seq, extent.block.0));
-        }
         m.live_bytes -= extent.len;
+        if m.indexed {
+            self.greedy.set_live(extent.block.0, m.live_bytes);
+        }
     }
 
     /// The sealed block greedy GC cleans: fewest live bytes, then oldest,
     /// among blocks with dead chunks (see [`crate::ftl::victim`]); the same
-    /// choice as scanning every block, from an ordered index.
+    /// choice as scanning every block, from an index.
     pub fn greedy_victim(&self) -> Option<BlockId> {
-        self.by_live.iter().find(|&&(live, _, b)| live < self.meta[b as usize].data_bytes).map(|&(_, _, b)| BlockId(b))
+        self.greedy.victim().map(BlockId)
+    }
+
+    /// Rebuilds the greedy index from the blocks' `indexed` flags (after
+    /// loading an image, which does not store it).
+    pub fn rebuild_index(&mut self) {
+        self.greedy = GreedyIndex::new(self.meta.len() as u32, self.block_bytes);
+        for (i, m) in self.meta.iter().enumerate().filter(|(_, m)| m.indexed) {
+            self.greedy.insert(i as u32, m.live_bytes, m.data_bytes, m.sealed_seq);
+        }
     }
 
     /// Appends the stored bytes of `extent` to `out` (memory media only):
@@ -353,7 +363,7 @@ impl Space {
     pub fn take_summary(&mut self, block: BlockId) -> Vec<ChunkId> {
         let m = &mut self.meta[block.0 as usize];
         if m.indexed {
-            self.by_live.remove(&(m.live_bytes, m.sealed_seq, block.0));
+            self.greedy.remove(block.0);
             m.indexed = false;
         }
         std::mem::take(&mut m.summary)
@@ -379,7 +389,7 @@ impl Space {
     /// Erases every block that holds anything and empties all state
     /// (secure erase). Free blocks are already erased and stay as they are.
     pub fn secure_erase(&mut self, nand: &mut NandArray) {
-        self.by_live.clear();
+        self.greedy.clear();
         for die in 0..self.open.len() {
             if let Some(open) = self.open[die].take() {
                 self.meta[open.block.0 as usize].state = BlockState::Sealed;
@@ -429,20 +439,20 @@ impl Space {
                 self.open.iter().flatten().count()
             ));
         }
-        let indexed: BTreeSet<(u32, u64, u32)> = self
-            .meta
-            .iter()
-            .enumerate()
-            .filter(|(_, m)| m.indexed)
-            .map(|(i, m)| (m.live_bytes, m.sealed_seq, i as u32))
-            .collect();
+        self.greedy.check()?;
+        let indexed = self.meta.iter().filter(|m| m.indexed).count();
         let sealed = self.meta.iter().filter(|m| m.state == BlockState::Sealed).count();
-        if indexed != self.by_live || indexed.len() != sealed {
+        if indexed != self.greedy.count() || indexed != sealed {
             return Err(format!(
-                "greedy index: {} entries, {} blocks marked indexed, {sealed} sealed",
-                self.by_live.len(),
-                indexed.len()
+                "greedy index: {} entries, {indexed} blocks marked indexed, {sealed} sealed",
+                self.greedy.count()
             ));
+        }
+        for (block, live, data, seq) in self.greedy.entries() {
+            let m = &self.meta[block as usize];
+            if !m.indexed || (m.live_bytes, m.data_bytes, m.sealed_seq) != (live, data, seq) {
+                return Err(format!("greedy index entry of block {block} does not match the block"));
+            }
         }
         for o in self.open.iter().flatten() {
             let whole = o.write_point / self.page_bytes;

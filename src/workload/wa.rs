@@ -128,6 +128,24 @@ pub struct WaReport {
     pub model: Option<ModelPoint>,
     /// Full drive counters at the end.
     pub stats: Stats,
+    /// Cost of simulating the measured phase on this machine.
+    pub speed: Speed,
+}
+
+/// What simulating the measured phase cost: wall time and the process's CPU
+/// time (every thread), and host unit writes per CPU-second and per second.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+pub struct Speed {
+    /// Host 4 KiB unit writes in the measured phase.
+    pub host_writes: u64,
+    /// Wall-clock seconds.
+    pub wall_secs: f64,
+    /// CPU seconds of all the process's threads.
+    pub cpu_secs: f64,
+    /// Host unit writes per CPU-second.
+    pub writes_per_cpu_sec: f64,
+    /// Host unit writes per wall-clock second.
+    pub writes_per_sec: f64,
 }
 
 /// Runs the study on `drive` (which should be freshly erased). `progress`
@@ -178,6 +196,7 @@ pub fn run_with(
     let before = drive.stats();
     let measured = (spec.measure * per_drive_write).round().max(1.0) as u64;
     let mut sampler = SpaceSampler::default();
+    let (wall, cpu) = (std::time::Instant::now(), cpu_time::ProcessTime::now());
     random_phase(
         drive,
         spec,
@@ -189,7 +208,16 @@ pub fn run_with(
         Some(&mut sampler),
     )
     .map_err(fail)?;
+    let (wall_secs, cpu_secs) = (wall.elapsed().as_secs_f64(), cpu.elapsed().as_secs_f64());
     let after = drive.stats();
+    let host_writes = after.host_write_units - before.host_write_units;
+    let speed = Speed {
+        host_writes,
+        wall_secs,
+        cpu_secs,
+        writes_per_cpu_sec: host_writes as f64 / cpu_secs.max(1e-9),
+        writes_per_sec: host_writes as f64 / wall_secs.max(1e-9),
+    };
 
     let host_bytes = after.host_write_bytes - before.host_write_bytes;
     let nand_bytes = after.nand_bytes_programmed - before.nand_bytes_programmed;
@@ -228,6 +256,7 @@ pub fn run_with(
         drive_writes_before: 1.0 + spec.precondition,
         model,
         stats: after,
+        speed,
     })
 }
 
