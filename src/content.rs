@@ -10,10 +10,25 @@ pub trait Content {
     /// Fills `buf`, a whole number of units, with the bytes a write at
     /// `lba` carries.
     fn fill(&mut self, lba: Lba, buf: &mut [u8]);
+
+    /// Fills `buf` with the payloads of writes at `lbas`, in order, each
+    /// `buf.len() / lbas.len()` bytes: the same bytes as calling
+    /// [`Content::fill`] for each. Sources whose bytes are pure functions
+    /// of a cheaply drawn id generate them in parallel.
+    fn fill_batch(&mut self, lbas: &[Lba], buf: &mut [u8]) {
+        let Some(each) = buf.len().checked_div(lbas.len()) else { return };
+        for (&lba, out) in lbas.iter().zip(buf.chunks_mut(each)) {
+            self.fill(lba, out);
+        }
+    }
 }
 
 impl Content for PatternGen {
     fn fill(&mut self, _lba: Lba, buf: &mut [u8]) {
         PatternGen::fill(self, buf);
+    }
+
+    fn fill_batch(&mut self, _lbas: &[Lba], buf: &mut [u8]) {
+        self.fill_parallel(buf);
     }
 }

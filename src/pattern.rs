@@ -260,6 +260,8 @@ pub struct PatternGen {
     unique: u64,
     units: u64,
     dedupe_units: u64,
+    /// Scratch content ids of a parallel fill.
+    ids: Vec<u64>,
 }
 
 impl PatternGen {
@@ -273,7 +275,7 @@ impl PatternGen {
         // Content streams count up from 0; dedupe decisions use the last one.
         let mut decide = ChaCha8Rng::from_seed(key);
         decide.set_stream(u64::MAX);
-        Ok(PatternGen { spec, key, decide, unique: 0, units: 0, dedupe_units: 0 })
+        Ok(PatternGen { spec, key, decide, unique: 0, units: 0, dedupe_units: 0, ids: Vec::new() })
     }
 
     /// The spec this generator follows.
@@ -287,6 +289,19 @@ impl PatternGen {
             let id = self.next_content_id();
             self.spec.write_unit(&self.key, id, unit);
         }
+    }
+
+    /// [`PatternGen::fill`] with the units' bytes generated in parallel:
+    /// content ids are drawn in order, then each unit is written from its id
+    /// alone, so the bytes are the same.
+    pub fn fill_parallel(&mut self, buf: &mut [u8]) {
+        use rayon::prelude::*;
+        let mut ids = std::mem::take(&mut self.ids);
+        ids.clear();
+        ids.extend((0..buf.len().div_ceil(self.spec.unit)).map(|_| self.next_content_id()));
+        let (spec, key) = (&self.spec, &self.key);
+        buf.par_chunks_mut(spec.unit).zip(ids.par_iter()).for_each(|(unit, &id)| spec.write_unit(key, id, unit));
+        self.ids = ids;
     }
 
     /// Units generated so far (a short trailing unit counts as one).

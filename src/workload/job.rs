@@ -189,7 +189,7 @@ pub fn run_job_with<D: BlockDevice>(
                 }
             }
             Rw::TrimWrite => {
-                batch.flush(drive, &mut queue).map_err(fail)?;
+                batch.flush(drive, &mut queue, content).map_err(fail)?;
                 queue.set_kind(CommandKind::Trim);
                 drive.trim_on(&[(lba, sectors)], &mut queue).map_err(fail)?;
                 ops += 1;
@@ -198,18 +198,18 @@ pub fn run_job_with<D: BlockDevice>(
         };
         match kind {
             CommandKind::Write => {
-                batch.add(lba, content);
+                batch.add(lba);
                 if batch.is_full() {
-                    batch.flush(drive, &mut queue).map_err(fail)?;
+                    batch.flush(drive, &mut queue, content).map_err(fail)?;
                 }
             }
             CommandKind::Read => {
-                batch.flush(drive, &mut queue).map_err(fail)?;
+                batch.flush(drive, &mut queue, content).map_err(fail)?;
                 queue.set_kind(CommandKind::Read);
                 drive.read_on(lba, sectors, &mut queue, false).map_err(fail)?;
             }
             CommandKind::Trim => {
-                batch.flush(drive, &mut queue).map_err(fail)?;
+                batch.flush(drive, &mut queue, content).map_err(fail)?;
                 queue.set_kind(CommandKind::Trim);
                 drive.trim_on(&[(lba, sectors)], &mut queue).map_err(fail)?;
             }
@@ -217,7 +217,7 @@ pub fn run_job_with<D: BlockDevice>(
         ops += 1;
         bytes += spec.bs;
     }
-    batch.flush(drive, &mut queue).map_err(fail)?;
+    batch.flush(drive, &mut queue, content).map_err(fail)?;
     progress(1.0);
     let elapsed = queue.finished_at().0 - start.0;
     let dir = |kind: CommandKind| {
@@ -258,19 +258,25 @@ impl Batch {
         self.lbas.len() >= self.max
     }
 
-    fn add(&mut self, lba: Lba, content: &mut dyn Content) {
-        if self.content {
-            let at = self.lbas.len() * self.bs;
-            content.fill(lba, &mut self.buf[at..at + self.bs]);
-        }
+    fn add(&mut self, lba: Lba) {
         self.lbas.push(lba);
     }
 
-    fn flush<D: BlockDevice>(&mut self, drive: &mut D, queue: &mut HostQueue) -> Result<(), D::Error> {
+    /// Generates the batch's payloads (all at once, so a generator can
+    /// spread them over threads) and writes it.
+    fn flush<D: BlockDevice>(
+        &mut self,
+        drive: &mut D,
+        queue: &mut HostQueue,
+        content: &mut dyn Content,
+    ) -> Result<(), D::Error> {
         if self.lbas.is_empty() {
             return Ok(());
         }
         let bs = self.bs;
+        if self.content {
+            content.fill_batch(&self.lbas, &mut self.buf[..self.lbas.len() * bs]);
+        }
         let requests: Vec<(Lba, &[u8])> = self
             .lbas
             .iter()

@@ -181,9 +181,9 @@ pub fn run_with(
     while filled < slots {
         let n = (slots - filled).min(writer.max as u64);
         for s in filled..filled + n {
-            writer.add(s, gen);
+            writer.add(s);
         }
-        writer.flush(drive).map_err(fail)?;
+        writer.flush(drive, gen).map_err(fail)?;
         filled += n;
         progress("fill", filled as f64 / slots as f64);
     }
@@ -284,16 +284,16 @@ fn random_phase(
     let sample_every = (requests / SPACE_SAMPLES).max(1);
     for i in 0..requests {
         if access.chance(spec.trim_pct) {
-            writer.flush(drive)?;
+            writer.flush(drive, gen)?;
             trim_random_mapped(drive, access, units)?;
         } else {
-            writer.add(access.next_slot(), gen);
+            writer.add(access.next_slot());
             if writer.len() == writer.max {
-                writer.flush(drive)?;
+                writer.flush(drive, gen)?;
             }
         }
         if (i + 1) % sample_every == 0 {
-            writer.flush(drive)?;
+            writer.flush(drive, gen)?;
             if let Some(s) = sampler.as_deref_mut() {
                 s.n += 1;
                 s.unwritten += drive.unwritten_bytes() as f64;
@@ -303,7 +303,7 @@ fn random_phase(
             progress((i + 1) as f64 / requests as f64);
         }
     }
-    writer.flush(drive)
+    writer.flush(drive, gen)
 }
 
 /// TRIMs one mapped unit picked at random (a few tries; an almost empty
@@ -327,6 +327,8 @@ struct Writer {
     max: usize,
     request_bytes: u64,
     slots: Vec<u64>,
+    /// Start LBAs of the batch's requests.
+    lbas: Vec<Lba>,
     buf: Vec<u8>,
 }
 
@@ -334,28 +336,30 @@ impl Writer {
     fn new(content: bool, request_bytes: u64) -> Self {
         let max = (BATCH_BYTES / request_bytes as usize).clamp(1, BATCH_REQUESTS);
         let cap = if content { max * request_bytes as usize } else { request_bytes as usize };
-        Writer { content, max, request_bytes, slots: Vec::new(), buf: vec![0; cap] }
+        Writer { content, max, request_bytes, slots: Vec::new(), lbas: Vec::new(), buf: vec![0; cap] }
     }
 
     fn len(&self) -> usize {
         self.slots.len()
     }
 
-    fn add(&mut self, slot: u64, gen: &mut dyn Content) {
-        if self.content {
-            let r = self.request_bytes as usize;
-            let at = self.slots.len() * r;
-            gen.fill(Lba(slot * self.request_bytes / SECTOR_BYTES), &mut self.buf[at..at + r]);
-        }
+    fn add(&mut self, slot: u64) {
         self.slots.push(slot);
     }
 
-    fn flush(&mut self, drive: &mut Drive) -> Result<(), DriveError> {
+    /// Generates the batch's payloads (all at once, so a generator can
+    /// spread them over threads) and writes it.
+    fn flush(&mut self, drive: &mut Drive, gen: &mut dyn Content) -> Result<(), DriveError> {
         if self.slots.is_empty() {
             return Ok(());
         }
         let r = self.request_bytes as usize;
         let sectors = self.request_bytes / SECTOR_BYTES;
+        if self.content {
+            self.lbas.clear();
+            self.lbas.extend(self.slots.iter().map(|&s| Lba(s * sectors)));
+            gen.fill_batch(&self.lbas, &mut self.buf[..self.slots.len() * r]);
+        }
         let requests: Vec<(Lba, &[u8])> = self
             .slots
             .iter()
