@@ -837,20 +837,32 @@ impl Drive {
 
     /// Idle-time GC with unlimited idle time from the latest completion.
     /// See [`Drive::idle`].
+    /// Unlike [`Drive::idle`] it leaves emptied blocks past the watermark
+    /// unerased.
     pub fn idle_gc(&mut self) -> Result<u32, DriveError> {
-        self.idle(self.now, SimTime(u64::MAX))
+        self.collect_idle(self.now, SimTime(u64::MAX))
     }
 
     /// The host is idle from `from` to `until`: queued background work
     /// drains, and GC cleans blocks while the dies are free before `until`,
     /// until the high watermark of free blocks is reached, nothing is
     /// reclaimable, or a collection gains no space (moving a block's live
-    /// data would only pad another). The next untimed command is issued at
-    /// `until` (when finite). Returns the blocks cleaned.
+    /// data would only pad another). Then blocks left with no live data
+    /// are erased ahead of need while the idle time lasts
+    /// ([`Drive::erase_emptied`]). The next untimed command is issued at
+    /// `until` (when finite). Returns the blocks GC cleaned.
     pub fn idle(&mut self, from: SimTime, until: SimTime) -> Result<u32, DriveError> {
         if until.0 != u64::MAX {
             self.now = self.now.max(until);
         }
+        let cleaned = self.collect_idle(from, until)?;
+        self.erase_emptied(from, until);
+        Ok(cleaned)
+    }
+
+    /// Idle GC from `from` to `until`, up to the high watermark (see
+    /// [`Drive::idle`]). Returns the blocks cleaned.
+    fn collect_idle(&mut self, from: SimTime, until: SimTime) -> Result<u32, DriveError> {
         let mut cleaned = 0;
         let mut at = from;
         while self.space.free_blocks() < self.config.gc.high_watermark && at < until {
@@ -866,6 +878,30 @@ impl Drive {
             }
         }
         Ok(cleaned)
+    }
+
+    /// Idle time past the high watermark: blocks with no live byte left
+    /// (overwritten or trimmed away) are erased ahead of need, as drives
+    /// do in the background, so later writes find them ready instead of
+    /// waiting for erases on the dies they program. Moving no data, it
+    /// costs no NAND writes and only the erase each block needs anyway
+    /// before reuse. Erases run on each block's die from `from`, and only
+    /// those that end by `until`; dies work in parallel. Returns the
+    /// blocks erased.
+    fn erase_emptied(&mut self, from: SimTime, until: SimTime) -> u32 {
+        let erase_ns = self.config.timing.erase_ns;
+        let mut erased = 0;
+        for block in self.space.emptied_blocks() {
+            let die = self.nand.die_of(block).0;
+            if self.timeline.die_idle_at(die).max(from) + erase_ns > until {
+                continue;
+            }
+            let summary = self.space.take_summary(block);
+            self.space.erase(&mut self.nand, block, summary);
+            self.time_background(from);
+            erased += 1;
+        }
+        erased
     }
 
     /// Cleans one victim chosen by the configured policy. False when no

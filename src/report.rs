@@ -586,11 +586,12 @@ fn optimizer_part(scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
         "optimizer",
         "Manual TRIM: Intel SSD Optimizer on an X25-M G2",
         "AnandTech 2009, seed notes section 2: PCMark Vantage HDD 35909 clean, 30354 used, 34014 after the optimizer",
-        "A desktop-like trace (mixed small random and sequential I/O at QD 6) runs over a filesystem model. \
-         Used: every LBA was written once and files deleted without TRIM, so the drive still holds the stale \
-         data and GC moves it. The wiper asks the filesystem for its free extents and TRIMs them, so GC finds \
-         emptier blocks again. Scores are KB/s of trace I/O; the review's are PCMark points, so compare the \
-         shares of clean.",
+        "A light desktop trace in eight scenarios after PCMark Vantage's HDD tests (mostly reads, small random \
+         and whole-file I/O at QD 6, writing under 2 % of the drive) runs over a filesystem model. Used: every \
+         LBA was written once and files deleted without TRIM, so the drive still holds the stale data and GC \
+         moves it. The wiper asks the filesystem for its free extents and TRIMs them, so GC finds emptier \
+         blocks again. Scores are the geometric mean of the scenarios' throughput (KB/s); the review's are \
+         PCMark points, so compare the shares of clean.",
     );
     fill(part, |part| {
         let capacity = match scale {

@@ -287,6 +287,11 @@ impl Timeline {
         Self::occupy(&mut self.link, ready, cost)
     }
 
+    /// When `die` has finished all the work booked on it.
+    pub fn die_idle_at(&self, die: u32) -> SimTime {
+        self.dies[die as usize].all
+    }
+
     /// The latest time any die is busy until.
     pub fn dies_idle_at(&self) -> SimTime {
         self.dies.iter().map(|d| d.all).max().unwrap_or(SimTime::ZERO)

@@ -326,6 +326,17 @@ impl Space {
         }
     }
 
+    /// Sealed blocks that hold data but no live byte (everything in them
+    /// was overwritten or trimmed), oldest seal first: erasing one moves
+    /// nothing.
+    pub fn emptied_blocks(&self) -> Vec<BlockId> {
+        self.by_live
+            .range(..(1, 0, 0))
+            .filter(|&&(_, _, b)| self.meta[b as usize].data_bytes > 0)
+            .map(|&(_, _, b)| BlockId(b))
+            .collect()
+    }
+
     /// Appends the stored bytes of `extent` to `out` (memory media only):
     /// from NAND for programmed pages, from the page buffer otherwise.
     pub fn read_extent(&self, nand: &NandArray, extent: Extent, out: &mut Vec<u8>) -> Result<(), NandError> {

@@ -26,8 +26,39 @@ pub const TRACE_QD: u32 = 6;
 pub const MAX_REQUEST: u64 = 64 << 10;
 /// Share of the LBA space the filesystem's files occupy before the trace.
 pub const CONTENT_SHARE: f64 = 0.5;
-/// Bytes the trace writes, as a share of the LBA space.
-pub const TRACE_WRITE_SHARE: f64 = 0.5;
+
+/// One scenario of the trace, after PCMark Vantage's eight HDD tests:
+/// how much I/O it does (as a share of the LBA space, so a scaled drive
+/// gets a scaled trace), how much of it is written, and how much of it is
+/// small (4 KiB) random access inside existing files rather than whole
+/// files read or written sequentially. The mixes are a light desktop's
+/// (mostly reads; writes are new files and small in-place updates of
+/// settings, indexes and logs), not fitted to any score.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Scenario {
+    /// The Vantage test it stands for.
+    pub name: &'static str,
+    /// I/O bytes of the scenario, as a share of the LBA space.
+    pub io_share: f64,
+    /// Share of the scenario's commands that write.
+    pub write_share: f64,
+    /// Share of the commands that are 4 KiB random reads or in-place
+    /// writes inside an existing file (the rest is whole-file I/O).
+    pub small_share: f64,
+}
+
+/// The trace's scenarios. Together they move about 6 % of the LBA space
+/// and write about 1.5 % of it.
+pub const SCENARIOS: [Scenario; 8] = [
+    Scenario { name: "windows defender", io_share: 0.006, write_share: 0.05, small_share: 0.70 },
+    Scenario { name: "gaming", io_share: 0.012, write_share: 0.02, small_share: 0.20 },
+    Scenario { name: "importing pictures", io_share: 0.008, write_share: 0.45, small_share: 0.10 },
+    Scenario { name: "windows startup", io_share: 0.006, write_share: 0.10, small_share: 0.70 },
+    Scenario { name: "video editing", io_share: 0.010, write_share: 0.35, small_share: 0.20 },
+    Scenario { name: "media center", io_share: 0.008, write_share: 0.30, small_share: 0.10 },
+    Scenario { name: "adding music", io_share: 0.004, write_share: 0.15, small_share: 0.40 },
+    Scenario { name: "application loading", io_share: 0.006, write_share: 0.15, small_share: 0.60 },
+];
 
 /// One host command of the trace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +70,30 @@ enum Cmd {
 /// The review's PCMark Vantage HDD scores of an Intel X25-M G2 160 GB:
 /// clean, used, after the SSD Optimizer (seed notes, section 2).
 pub const REVIEW_SCORES: [f64; 3] = [35909.0, 30354.0, 34014.0];
+
+/// One scenario's result in one state.
+#[derive(Clone, Debug, Serialize)]
+pub struct ScenarioScore {
+    /// The scenario.
+    pub name: &'static str,
+    /// MB/s of its I/O (bytes moved over the time it took).
+    pub mbps: f64,
+    /// Mean commands outstanding (sum of latencies over elapsed time).
+    pub avg_qd: f64,
+}
+
+/// The trace run in one drive state.
+#[derive(Clone, Debug, Serialize)]
+pub struct StateScore {
+    /// The score: geometric mean of the scenarios' MB/s, in KB/s.
+    pub score: f64,
+    /// NAND bytes / host bytes over the trace.
+    pub waf: f64,
+    /// Mean commands outstanding over the whole trace.
+    pub avg_qd: f64,
+    /// Each scenario.
+    pub scenarios: Vec<ScenarioScore>,
+}
 
 /// The trace's mix and the three scores.
 #[derive(Clone, Debug, Serialize)]
@@ -53,7 +108,8 @@ pub struct OptimizerReport {
     pub used_share: f64,
     /// Units the wiper unmapped.
     pub wiped_units: u64,
-    /// Trace score on the clean drive (KB/s of trace I/O, higher is better).
+    /// Trace score on the clean drive (geometric mean of the scenarios'
+    /// throughput, KB/s; higher is better).
     pub clean: f64,
     /// Trace score on the used drive.
     pub used: f64,
@@ -62,6 +118,11 @@ pub struct OptimizerReport {
     /// NAND bytes / host bytes over the trace, in each state (clean, used,
     /// after the wiper): the mechanism behind the scores.
     pub waf: [f64; 3],
+    /// Mean commands outstanding over the whole trace on the clean drive
+    /// (Little's law: summed latencies over elapsed time).
+    pub avg_qd: f64,
+    /// Per-scenario figures of each state (clean, used, after the wiper).
+    pub states: [StateScore; 3],
     /// SMART attributes of the drive after the wiper's trace (the CLI
     /// adds them to JSON when asked).
     #[serde(skip)]
@@ -107,9 +168,50 @@ fn place(fs: &mut FileSystem, size: u64, rng: &mut ChaCha8Rng) -> Option<FileId>
     }
 }
 
+/// Bytes a command moves.
+fn cmd_bytes(c: &Cmd) -> u64 {
+    match *c {
+        Cmd::Read(_, n) | Cmd::Write(_, n) => n * SECTOR_BYTES,
+    }
+}
+
+/// The commands of one scenario: whole files read or written (new files;
+/// an old one deleted, without TRIM, to make room when free space runs
+/// under a quarter), and 4 KiB random reads and in-place updates inside
+/// existing files, until its I/O reaches its share of `capacity`.
+fn scenario(fs: &mut FileSystem, sc: &Scenario, capacity: u64, rng: &mut ChaCha8Rng) -> Vec<Cmd> {
+    let per = CLUSTER_BYTES / SECTOR_BYTES;
+    let budget = (capacity as f64 * sc.io_share) as u64;
+    let mut out = Vec::new();
+    let mut moved = 0;
+    while moved < budget {
+        let start = out.len();
+        let write = rng.gen_bool(sc.write_share);
+        let live = fs.live_files();
+        if rng.gen_bool(sc.small_share) && !live.is_empty() {
+            let f = live[rng.gen_range(0..live.len())];
+            let e = fs.extents(f)[rng.gen_range(0..fs.extents(f).len())];
+            let c = e.start + rng.gen_range(0..e.len);
+            out.push(if write { Cmd::Write(c * per, per) } else { Cmd::Read(c * per, per) });
+        } else if write {
+            let size = file_clusters(rng);
+            while fs.free_clusters() < size + fs.clusters() / 4 {
+                let live = fs.live_files();
+                fs.delete(live[rng.gen_range(0..live.len())]);
+            }
+            let f = place(fs, size, rng).expect("space was made");
+            file_io(fs, f, true, &mut out);
+        } else if !live.is_empty() {
+            file_io(fs, live[rng.gen_range(0..live.len())], false, &mut out);
+        }
+        moved += out[start..].iter().map(cmd_bytes).sum::<u64>();
+    }
+    out
+}
+
 /// The content writes and the filesystem before the trace, then the
-/// trace (files created, read, updated in place, deleted without TRIM).
-fn build(capacity: u64, seed: u64) -> (Vec<Cmd>, FileSystem, Vec<Cmd>) {
+/// trace: one command list per scenario.
+fn build(capacity: u64, seed: u64) -> (Vec<Cmd>, FileSystem, Vec<Vec<Cmd>>) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut fs = FileSystem::new(capacity);
     let mut content = Vec::new();
@@ -128,54 +230,41 @@ fn build(capacity: u64, seed: u64) -> (Vec<Cmd>, FileSystem, Vec<Cmd>) {
         }
     }
     let before = fs.clone();
-    let mut trace = Vec::new();
-    let budget = (capacity as f64 * TRACE_WRITE_SHARE) as u64 / SECTOR_BYTES;
-    let mut written = 0;
-    let per = CLUSTER_BYTES / SECTOR_BYTES;
-    while written < budget {
-        let live = fs.live_files();
-        let pick = |rng: &mut ChaCha8Rng| live[rng.gen_range(0..live.len())];
-        let start = trace.len();
-        match rng.gen_range(0..100) {
-            0..=34 => {
-                let size = file_clusters(&mut rng);
-                while fs.free_clusters() < size + fs.clusters() / 4 {
-                    let live = fs.live_files();
-                    fs.delete(live[rng.gen_range(0..live.len())]);
-                }
-                let f = place(&mut fs, size, &mut rng).expect("space was made");
-                file_io(&fs, f, true, &mut trace);
-            }
-            35..=69 if !live.is_empty() => file_io(&fs, pick(&mut rng), false, &mut trace),
-            70..=89 if !live.is_empty() => {
-                // Small random reads and in-place updates inside a file.
-                let f = pick(&mut rng);
-                let e = fs.extents(f)[rng.gen_range(0..fs.extents(f).len())];
-                for _ in 0..4 {
-                    let c = e.start + rng.gen_range(0..e.len);
-                    trace.push(if rng.gen_bool(0.5) { Cmd::Read(c * per, per) } else { Cmd::Write(c * per, per) });
-                }
-            }
-            _ if !live.is_empty() => fs.delete(pick(&mut rng)),
-            _ => {}
-        }
-        written += trace[start..].iter().map(|c| if let Cmd::Write(_, n) = c { *n } else { 0 }).sum::<u64>();
-    }
+    let trace = SCENARIOS.iter().map(|sc| scenario(&mut fs, sc, capacity, &mut rng)).collect();
     (content, before, trace)
 }
 
-/// Runs the trace on `drive`: its score and the WAF it caused.
-fn scored(drive: &mut Drive, trace: &[Cmd]) -> Result<(f64, f64), String> {
+/// Runs every scenario on `drive`, one after another: the state's score
+/// and the WAF the trace caused.
+fn scored(drive: &mut Drive, trace: &[Vec<Cmd>]) -> Result<StateScore, String> {
     let before = drive.stats();
-    let score = replay(drive, trace, TRACE_QD)?;
+    let mut scenarios = Vec::new();
+    let (mut ns, mut busy_ns) = (0, 0);
+    for (sc, cmds) in SCENARIOS.iter().zip(trace) {
+        let r = replay(drive, cmds, TRACE_QD)?;
+        ns += r.ns;
+        busy_ns += r.busy_ns;
+        scenarios.push(ScenarioScore { name: sc.name, mbps: r.mbps, avg_qd: r.avg_qd });
+    }
     let after = drive.stats();
     let waf = (after.nand_bytes_programmed - before.nand_bytes_programmed) as f64
         / (after.host_write_bytes - before.host_write_bytes).max(1) as f64;
-    Ok((score, waf))
+    let mean_ln = scenarios.iter().map(|s| s.mbps.max(f64::MIN_POSITIVE).ln()).sum::<f64>() / scenarios.len() as f64;
+    let avg_qd = if ns == 0 { 0.0 } else { busy_ns as f64 / ns as f64 };
+    Ok(StateScore { score: mean_ln.exp() * 1e3, waf, avg_qd, scenarios })
 }
 
-/// Runs `cmds` at queue depth `qd`; the KB/s of I/O they moved.
-fn replay<D: BlockDevice>(dev: &mut D, cmds: &[Cmd], qd: u32) -> Result<f64, String> {
+/// What one replay measured.
+struct Replayed {
+    mbps: f64,
+    avg_qd: f64,
+    ns: u64,
+    busy_ns: u64,
+}
+
+/// Runs `cmds` at queue depth `qd`: MB/s moved and mean commands
+/// outstanding.
+fn replay<D: BlockDevice>(dev: &mut D, cmds: &[Cmd], qd: u32) -> Result<Replayed, String> {
     let mut queue = HostQueue::new(qd, dev.now());
     let start = queue.started_at();
     let zeros = vec![0u8; MAX_REQUEST as usize];
@@ -185,18 +274,20 @@ fn replay<D: BlockDevice>(dev: &mut D, cmds: &[Cmd], qd: u32) -> Result<f64, Str
             Cmd::Read(lba, n) => {
                 queue.set_kind(CommandKind::Read);
                 dev.read_on(Lba(lba), n, &mut queue, false).map_err(|e| e.to_string())?;
-                bytes += n * SECTOR_BYTES;
             }
             Cmd::Write(lba, n) => {
                 queue.set_kind(CommandKind::Write);
                 let data = &zeros[..(n * SECTOR_BYTES) as usize];
                 dev.write_batch_on(&[(Lba(lba), data)], &mut queue).map_err(|e| e.to_string())?;
-                bytes += n * SECTOR_BYTES;
             }
         }
+        bytes += cmd_bytes(&c);
     }
     let ns = queue.finished_at().0 - start.0;
-    Ok(if ns == 0 { 0.0 } else { bytes as f64 / 1e3 / (ns as f64 / 1e9) })
+    let s = queue.summary();
+    let busy_ns = (s.mean_latency_ns * s.commands as f64) as u64;
+    let mbps = if ns == 0 { 0.0 } else { bytes as f64 * 1e3 / ns as f64 };
+    Ok(Replayed { mbps, avg_qd: if ns == 0 { 0.0 } else { busy_ns as f64 / ns as f64 }, ns, busy_ns })
 }
 
 /// Runs the three states on drives built from `drive` (secure-erased,
@@ -211,7 +302,7 @@ pub fn optimizer(drive: &Drive, seed: u64, progress: &mut dyn FnMut(&str, f64)) 
     let mut clean = drive.clone();
     replay(&mut clean, &content, TRACE_QD)?;
     pause(&mut clean)?;
-    let (clean_score, clean_waf) = scored(&mut clean, &trace)?;
+    let clean_score = scored(&mut clean, &trace)?;
     progress("used", 0.33);
     let mut used = drive.clone();
     let data = DataSpec::compressible(0).map_err(|e| e.to_string())?;
@@ -219,23 +310,26 @@ pub fn optimizer(drive: &Drive, seed: u64, progress: &mut dyn FnMut(&str, f64)) 
     replay(&mut used, &content, TRACE_QD)?;
     pause(&mut used)?;
     let mut wiped = used.clone();
-    let (used_score, used_waf) = scored(&mut used, &trace)?;
+    let used_score = scored(&mut used, &trace)?;
     progress("after wiper", 0.66);
     let wiped_units = wipe(&fs, &mut wiped).map_err(|e| e.to_string())?;
     pause(&mut wiped)?;
-    let (after_score, after_waf) = scored(&mut wiped, &trace)?;
+    let after_score = scored(&mut wiped, &trace)?;
     progress("done", 1.0);
-    let sum = |f: fn(&Cmd) -> u64| trace.iter().map(f).sum::<u64>() * SECTOR_BYTES;
+    let all = || trace.iter().flatten();
+    let sum = |f: fn(&Cmd) -> u64| all().map(f).sum::<u64>() * SECTOR_BYTES;
     Ok(OptimizerReport {
-        commands: trace.len() as u64,
+        commands: all().count() as u64,
         read_bytes: sum(|c| if let Cmd::Read(_, n) = c { *n } else { 0 }),
         write_bytes: sum(|c| if let Cmd::Write(_, n) = c { *n } else { 0 }),
         used_share: 1.0 - fs.free_clusters() as f64 / fs.clusters() as f64,
         wiped_units,
-        clean: clean_score,
-        used: used_score,
-        after_wiper: after_score,
-        waf: [clean_waf, used_waf, after_waf],
+        clean: clean_score.score,
+        used: used_score.score,
+        after_wiper: after_score.score,
+        waf: [clean_score.waf, used_score.waf, after_score.waf],
+        avg_qd: clean_score.avg_qd,
+        states: [clean_score, used_score, after_score],
         smart: crate::smart::Smart::of(&wiped),
     })
 }
@@ -244,18 +338,53 @@ pub fn optimizer(drive: &Drive, seed: u64, progress: &mut dyn FnMut(&str, f64)) 
 mod tests {
     use super::*;
 
-    /// The robust shape at the CLI's default size: used clearly below
-    /// clean, the wiper recovering most of the loss through lower WAF.
-    /// (The review's "after >= 0.90 x clean" holds here only on drives of
-    /// 128 MiB or less; see the README.)
+    /// The review's shape at the CLI's default size: used clearly below
+    /// clean because GC moves the stale data the drive still holds, and
+    /// the wiper bringing the score back to at least 0.90 x clean by
+    /// telling the drive what is free. The trace is a light desktop's:
+    /// mostly reads, QD about 6, writing a small share of the drive.
     #[test]
-    fn used_is_slower_and_the_wiper_recovers_most_of_the_loss() {
+    fn used_is_slower_and_the_wiper_restores_at_least_nine_tenths() {
         let mut cfg = crate::DriveConfig::preset("intel-x25m-g2-160g").unwrap().scaled(1 << 30).unwrap();
         cfg.media = crate::Media::MetadataOnly;
-        let r = optimizer(&Drive::new(cfg).unwrap(), 1, &mut |_, _| {}).unwrap();
+        let r = optimizer(&Drive::new(cfg.clone()).unwrap(), 1, &mut |_, _| {}).unwrap();
+        println!(
+            "clean {:.0} used {:.0} ({:.3}) after wiper {:.0} ({:.3}); WAF {:?}; QD {:.2}",
+            r.clean,
+            r.used,
+            r.used / r.clean,
+            r.after_wiper,
+            r.after_wiper / r.clean,
+            r.waf,
+            r.avg_qd
+        );
         assert!(r.used < 0.9 * r.clean, "{r:?}");
-        assert!(r.after_wiper - r.used >= 0.5 * (r.clean - r.used), "{r:?}");
+        assert!(r.after_wiper >= 0.90 * r.clean, "{r:?}");
         assert!(r.waf[1] > 2.0 * r.waf[2], "stale data in free space is what GC moves: {:?}", r.waf);
         assert!(r.wiped_units > 0);
+        assert!((5.0..=6.0).contains(&r.avg_qd), "mean commands outstanding {:.2}", r.avg_qd);
+        assert!(r.read_bytes > 2 * r.write_bytes, "a light desktop trace mostly reads: {r:?}");
+        assert!((r.write_bytes as f64) < 0.05 * cfg.logical_bytes as f64, "writes a small share: {r:?}");
+        // The penalty is paid by the scenarios that write.
+        let (clean, used) = (&r.states[0].scenarios, &r.states[1].scenarios);
+        for (i, sc) in SCENARIOS.iter().enumerate() {
+            if sc.write_share <= 0.05 {
+                assert!(used[i].mbps > 0.9 * clean[i].mbps, "{}: {:.1} vs {:.1}", sc.name, used[i].mbps, clean[i].mbps);
+            }
+        }
+    }
+
+    /// More spare area leaves GC emptier victims in the used state, so the
+    /// used score rises toward clean: the loss follows its cause.
+    #[test]
+    fn more_spare_area_softens_the_used_state() {
+        let mut cfg = crate::DriveConfig::preset("intel-x25m-g2-160g").unwrap().scaled(1 << 30).unwrap();
+        cfg.media = crate::Media::MetadataOnly;
+        let spare = cfg.clone().with_op(0.28).unwrap();
+        let tight = optimizer(&Drive::new(cfg).unwrap(), 1, &mut |_, _| {}).unwrap();
+        let roomy = optimizer(&Drive::new(spare).unwrap(), 1, &mut |_, _| {}).unwrap();
+        println!("used/clean: 7% spare {:.3}, 28% spare {:.3}", tight.used / tight.clean, roomy.used / roomy.clean);
+        assert!(roomy.used / roomy.clean > tight.used / tight.clean + 0.1, "{tight:?}\n{roomy:?}");
+        assert!(roomy.waf[1] < tight.waf[1]);
     }
 }
