@@ -136,6 +136,13 @@ impl GreedyIndex {
         None
     }
 
+    /// Indexed blocks that hold data but no live byte, oldest seal first.
+    pub fn emptied(&self) -> Vec<u32> {
+        let mut out: Vec<&Entry> = self.buckets[0].iter().filter(|e| e.live == 0 && e.data > 0).collect();
+        out.sort_unstable_by_key(|e| e.seq);
+        out.into_iter().map(|e| e.block).collect()
+    }
+
     /// Forgets every block.
     pub fn clear(&mut self) {
         self.buckets.iter_mut().for_each(Vec::clear);

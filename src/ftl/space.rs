@@ -330,11 +330,7 @@ impl Space {
     /// was overwritten or trimmed), oldest seal first: erasing one moves
     /// nothing.
     pub fn emptied_blocks(&self) -> Vec<BlockId> {
-        self.by_live
-            .range(..(1, 0, 0))
-            .filter(|&&(_, _, b)| self.meta[b as usize].data_bytes > 0)
-            .map(|&(_, _, b)| BlockId(b))
-            .collect()
+        self.greedy.emptied().into_iter().map(BlockId).collect()
     }
 
     /// Appends the stored bytes of `extent` to `out` (memory media only):
