@@ -24,7 +24,7 @@ use duraflash::trace::{self, BlkAction, Format, ParseOptions, TraceReader};
 use duraflash::workload::torture::{self, Duration, TortureData, TortureReport, TortureSpec};
 
 use super::{
-    emit, progress_bar, setup_threads, AttoArgs, BlkActionArg, CorpusArgs, Failure, HdtachArgs, IometerArgs,
+    emit, progress_bar, setup_threads, AttoArgs, BenchArgs, BlkActionArg, CorpusArgs, Failure, HdtachArgs, IometerArgs,
     OptimizerArgs, Output, RaidArgs, ReplayArgs, ReproduceArgs, RunArgs, SpeedArg, SweepArgs, TortureArgs,
     TortureDataArg, TraceFormatArg,
 };
@@ -1362,4 +1362,90 @@ pub(super) fn optimizer(args: OptimizerArgs) -> Result<(), Failure> {
         &OptimizerOutput { provenance: Provenance::new(&cfg), report: &r, review: optimizer::REVIEW_SCORES },
         &smart,
     )
+}
+
+#[derive(Serialize)]
+struct BenchOutput<'a> {
+    command: Vec<String>,
+    version: &'static str,
+    preset: &'a str,
+    threads: usize,
+    points: &'a [duraflash::workload::bench::Point],
+}
+
+pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
+    use duraflash::workload::bench::{self, BenchSpec};
+    setup_threads(&args.out)?;
+    let preset = DriveConfig::preset(&args.preset).map_err(|e| Failure::Usage(format!("--preset: {e}")))?;
+    let mut sizes = Vec::new();
+    for s in &args.sizes {
+        let bytes = if s == "full" {
+            preset.logical_bytes
+        } else {
+            s.parse::<duraflash::units::ByteSize>().map_err(|e| Failure::Usage(format!("--sizes: {e}")))?.0
+        };
+        let cfg = preset
+            .scaled(bytes)
+            .and_then(|c| c.with_op(args.op))
+            .map_err(|e| Failure::Usage(format!("--sizes {s} with --op {}: {e}", args.op)))?;
+        sizes.push(cfg);
+    }
+    if !(args.measure.is_finite() && args.measure > 0.0) {
+        return Err(Failure::Usage("--measure: must be a positive number of drive-writes".into()));
+    }
+    let spec = BenchSpec { precondition: args.precondition, measure: args.measure, seed: args.seed };
+    let mut points = Vec::new();
+    let mut summary = format!(
+        "{:>10} {:>13} {:>6} {:>10} {:>10} {:>8} {:>8} {:>9} {:>8} {:>8}\n",
+        "capacity", "mode", "WAF", "M w/CPU-s", "M w/s", "ns/write", "ns/chunk", "B/unit", "RSS MB", "CPU-s"
+    );
+    for cfg in &sizes {
+        for &mode in &args.modes {
+            let label = format!("{} {mode}", duraflash::units::ByteSize(cfg.logical_bytes));
+            let p = with_phases(args.out.quiet, |tick| {
+                bench::point(cfg, mode, &spec, &mut |phase, x| tick(&format!("{label}: {phase}"), x))
+            })
+            .map_err(Failure::Run)?;
+            let line = format!(
+                "{:>10} {:>13} {:>6.3} {:>10.2} {:>10.2} {:>8.0} {:>8.0} {:>9.1} {:>8} {:>8.2}\n",
+                duraflash::units::ByteSize(p.capacity_bytes).to_string(),
+                mode.to_string(),
+                p.waf,
+                p.speed.writes_per_cpu_sec / 1e6,
+                p.speed.writes_per_sec / 1e6,
+                p.ns_per_host_write,
+                p.ns_per_chunk_write,
+                p.footprint.per_unit(),
+                p.rss_bytes.map_or("-".into(), |b| format!("{:.0}", b as f64 / 1e6)),
+                p.speed.cpu_secs,
+            );
+            if args.out.json.is_some() {
+                eprint!("{line}");
+            }
+            summary += &line;
+            points.push(p);
+        }
+    }
+    if let Some(last) = points.last() {
+        summary += &format!(
+            "memory of the last drive ({}, {}), bytes per logical unit:\n",
+            duraflash::units::ByteSize(last.capacity_bytes),
+            last.mode
+        );
+        for (name, bytes) in last.footprint.parts() {
+            summary += &format!("  {name:<16} {:>8.2}\n", bytes as f64 / last.footprint.units.max(1) as f64);
+        }
+        summary += &format!("  {:<16} {:>8.2} (metadata)\n", "total", last.footprint.per_unit());
+    }
+    if let (Some(path), Some(chart)) = (&args.plot, bench::chart(&args.preset, &points)) {
+        write_plot(&Some(path.clone()), &chart)?;
+    }
+    let output = BenchOutput {
+        command: std::env::args().collect(),
+        version: env!("CARGO_PKG_VERSION"),
+        preset: &args.preset,
+        threads: rayon::current_num_threads(),
+        points: &points,
+    };
+    emit(&args.out, &summary, &output, &[])
 }

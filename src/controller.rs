@@ -152,6 +152,65 @@ fn ratio(num: u64, den: u64) -> f64 {
 /// The `DRIV` section: the drive's own scalars and small state.
 type DriveSection = (Counters, u64, u64, SimTime, Vec<(u32, u32, u32)>, MapCache, Timeline);
 
+/// Heap bytes of a drive's state by structure (see [`Drive::footprint`]).
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct Footprint {
+    /// Logical mapping units of the drive.
+    pub units: u64,
+    /// The L2P map: one chunk id per unit.
+    pub map: u64,
+    /// Chunk records: extent and reference count.
+    pub chunk_records: u64,
+    /// Chunk fingerprints (dedup on).
+    pub fingerprints: u64,
+    /// Free chunk ids awaiting reuse.
+    pub free_ids: u64,
+    /// The dedup index: chunk ids in an open-addressing table.
+    pub dedup_index: u64,
+    /// Per-block state: FTL block records, free lists, NAND block records.
+    pub block_state: u64,
+    /// Per-block summaries of the chunk ids written (GC's reverse map).
+    pub summaries: u64,
+    /// The greedy victim index.
+    pub greedy_index: u64,
+    /// Stored page bytes (memory media only).
+    pub nand_data: u64,
+}
+
+impl Footprint {
+    /// Every metadata structure (page bytes excluded).
+    pub fn metadata(&self) -> u64 {
+        self.map
+            + self.chunk_records
+            + self.fingerprints
+            + self.free_ids
+            + self.dedup_index
+            + self.block_state
+            + self.summaries
+            + self.greedy_index
+    }
+
+    /// Metadata bytes per logical unit.
+    pub fn per_unit(&self) -> f64 {
+        self.metadata() as f64 / self.units.max(1) as f64
+    }
+
+    /// `(name, bytes)` of each part, largest structures first as listed.
+    pub fn parts(&self) -> [(&'static str, u64); 9] {
+        [
+            ("map", self.map),
+            ("chunk records", self.chunk_records),
+            ("fingerprints", self.fingerprints),
+            ("dedup index", self.dedup_index),
+            ("block summaries", self.summaries),
+            ("block state", self.block_state),
+            ("greedy index", self.greedy_index),
+            ("free chunk ids", self.free_ids),
+            ("page data", self.nand_data),
+        ]
+    }
+}
+
 /// A simulated SSD.
 #[derive(Clone, Debug)]
 pub struct Drive {
@@ -193,7 +252,9 @@ impl Drive {
         Ok(Drive {
             nand: NandArray::new(&config.geometry, config.media),
             space: Space::new(&config.geometry, keep),
-            chunks: ChunkStore::new(config.dedup),
+            // Live chunks never exceed the units (each has a reference),
+            // plus the one placed before the chunk it replaces is freed.
+            chunks: ChunkStore::with_capacity(config.dedup, config.logical_units() as usize + COMMIT_SLICE_UNITS),
             map: L2pMap::new(config.logical_units()),
             encoder: Encoder {
                 unit_bytes: config.unit_bytes as usize,
@@ -1019,6 +1080,26 @@ impl Drive {
     }
 
     /// A snapshot of every counter.
+    /// Heap bytes the model's state holds, by structure (allocated
+    /// capacity, so it matches what the process really holds).
+    pub fn footprint(&self) -> Footprint {
+        let (records, fingerprints, free_ids, dedup_index) = self.chunks.heap_bytes();
+        let (blocks, summaries, greedy) = self.space.heap_bytes();
+        let (nand_blocks, nand_data) = self.nand.heap_bytes();
+        Footprint {
+            units: self.config.logical_units(),
+            map: self.map.heap_bytes(),
+            chunk_records: records,
+            fingerprints,
+            free_ids,
+            dedup_index,
+            block_state: blocks + nand_blocks,
+            summaries,
+            greedy_index: greedy,
+            nand_data,
+        }
+    }
+
     pub fn stats(&self) -> Stats {
         let c = &self.counters;
         let n = self.nand.counters();

@@ -57,6 +57,10 @@ enum Command {
     /// block, compressibility, dedup, TRIM, workload) run in parallel;
     /// CSV, JSON and a plot of WAF against OP.
     Sweep(SweepArgs),
+    /// What simulating costs here: host writes per CPU-second and per
+    /// second for content-free, content and retained modes, wall time per
+    /// write as the drive grows, and the state's memory by structure.
+    Bench(BenchArgs),
     /// Every reproduced figure in one run: the WA model check, corpora, the
     /// SandForce torture protocol and ATTO, TRIM through RAID-0, manual
     /// TRIM (optimizer) and SMART, written as DIR/index.html, DIR/report.md
@@ -197,6 +201,36 @@ struct SweepArgs {
     /// Combine the JSON files of DIR (from --point runs) instead of running.
     #[arg(long, value_name = "DIR")]
     merge: Option<PathBuf>,
+    #[command(flatten)]
+    out: Output,
+}
+
+#[derive(Args)]
+struct BenchArgs {
+    /// Built-in drive preset.
+    #[arg(long, default_value = "sf2281-240g")]
+    preset: String,
+    /// Drive capacities to measure (comma-separated sizes, or 'full' for the preset's).
+    #[arg(long, value_delimiter = ',', default_value = "4GiB")]
+    sizes: Vec<String>,
+    /// Modes: content-free, content, retained.
+    #[arg(long, value_delimiter = ',', value_enum, default_value = "content-free,content,retained")]
+    modes: Vec<duraflash::workload::bench::Mode>,
+    /// Over-provisioning of the data blocks.
+    #[arg(long, default_value_t = 0.07)]
+    op: f64,
+    /// Random-write drive-writes before the measured phase.
+    #[arg(long, default_value_t = 1.0)]
+    precondition: f64,
+    /// Random-write drive-writes measured.
+    #[arg(long, default_value_t = 1.0)]
+    measure: f64,
+    /// Seed of every random stream.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Plot wall time per host write against capacity (SVG) when several sizes run.
+    #[arg(long)]
+    plot: Option<PathBuf>,
     #[command(flatten)]
     out: Output,
 }
@@ -872,6 +906,7 @@ fn main() -> ExitCode {
         Command::Torture(args) => commands::torture(args),
         Command::Corpus(args) => commands::corpus(args),
         Command::Sweep(args) => commands::sweep(args),
+        Command::Bench(args) => commands::bench(args),
         Command::Reproduce(args) => commands::reproduce(args),
         Command::Serve(args) => serve::serve(args),
         Command::Replay(args) => commands::replay(args),

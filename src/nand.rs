@@ -98,6 +98,14 @@ impl NandArray {
         DieId(block.0 / self.geometry.blocks_per_die)
     }
 
+    /// Heap bytes held: `(block records, stored page bytes)`.
+    pub fn heap_bytes(&self) -> (u64, u64) {
+        let records = self.blocks.capacity() * std::mem::size_of::<Block>()
+            + self.journal.capacity() * std::mem::size_of::<NandOp>();
+        let data: usize = self.blocks.iter().map(|b| b.data.capacity()).sum();
+        (records as u64, data as u64)
+    }
+
     /// Pages programmed in `block` since its last erase.
     pub fn programmed_pages(&self, block: BlockId) -> u32 {
         self.blocks[block.0 as usize].programmed

@@ -68,6 +68,18 @@ impl ChunkStore {
         ChunkStore { dedup, ..Default::default() }
     }
 
+    /// An empty store with room reserved for `chunks` records, so the
+    /// tables never grow by doubling past what a full drive needs (the
+    /// reservation costs no memory until records are written).
+    pub fn with_capacity(dedup: bool, chunks: usize) -> Self {
+        ChunkStore {
+            dedup,
+            records: Vec::with_capacity(chunks),
+            fingerprints: Vec::with_capacity(if dedup { chunks } else { 0 }),
+            ..Default::default()
+        }
+    }
+
     /// Number of live chunks.
     pub fn live(&self) -> usize {
         self.records.len() - self.free.len()
@@ -158,9 +170,26 @@ impl ChunkStore {
         self.records[id.index()].extent = extent;
     }
 
+    /// Heap bytes held: `(records, fingerprints, free ids, dedup index)`.
+    /// Records and fingerprints count the entries written: their tables are
+    /// reserved for a full drive up front, untouched (and not resident)
+    /// beyond that.
+    pub fn heap_bytes(&self) -> (u64, u64, u64, u64) {
+        let bytes = |n: usize, each: usize| (n * each) as u64;
+        (
+            bytes(self.records.len(), std::mem::size_of::<Chunk>()),
+            bytes(self.fingerprints.len(), std::mem::size_of::<Fingerprint>()),
+            bytes(self.free.capacity(), std::mem::size_of::<ChunkId>()),
+            bytes(self.index.slots.capacity(), std::mem::size_of::<Option<ChunkId>>()),
+        )
+    }
+
     /// Forgets every chunk (secure erase).
     pub fn clear(&mut self) {
-        *self = ChunkStore::new(self.dedup);
+        self.records.clear();
+        self.fingerprints.clear();
+        self.free.clear();
+        self.index = FlatIndex::default();
     }
 
     /// Checks that the index holds exactly the indexed live chunks, each

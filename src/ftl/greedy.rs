@@ -143,6 +143,15 @@ impl GreedyIndex {
         out.into_iter().map(|e| e.block).collect()
     }
 
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> u64 {
+        let entries: usize = self.buckets.iter().map(|b| b.capacity()).sum();
+        (entries * std::mem::size_of::<Entry>()
+            + self.buckets.capacity() * std::mem::size_of::<Vec<Entry>>()
+            + self.slot.capacity() * std::mem::size_of::<(u32, u32)>()
+            + self.nonempty.capacity() * 8) as u64
+    }
+
     /// Forgets every block.
     pub fn clear(&mut self) {
         self.buckets.iter_mut().for_each(Vec::clear);

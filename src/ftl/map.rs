@@ -45,6 +45,11 @@ impl L2pMap {
         self.entries.iter().filter(|e| e.is_some()).count() as u64
     }
 
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> u64 {
+        (self.entries.capacity() * std::mem::size_of::<Option<ChunkId>>()) as u64
+    }
+
     /// Unmaps everything.
     pub fn clear(&mut self) {
         self.entries.fill(None);

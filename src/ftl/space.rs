@@ -293,6 +293,9 @@ impl Space {
         self.counters.padding_bytes += u64::from(unwritten_pages * self.page_bytes);
         self.seal_seq += 1;
         let m = &mut self.meta[open.block.0 as usize];
+        // A sealed block's summary only shrinks (on erase): drop the slack
+        // its growth left, which would otherwise be up to half of it.
+        m.summary.shrink_to_fit();
         m.state = BlockState::Sealed;
         m.sealed_seq = self.seal_seq;
         m.indexed = true;
@@ -420,6 +423,16 @@ impl Space {
             }
         }
         self.cursor = 0;
+    }
+
+    /// Heap bytes held: `(block records and free lists, block summaries,
+    /// greedy index)`.
+    pub fn heap_bytes(&self) -> (u64, u64, u64) {
+        let meta = self.meta.capacity() * std::mem::size_of::<BlockMeta>()
+            + self.free.iter().map(|f| f.capacity() * std::mem::size_of::<BlockId>()).sum::<usize>()
+            + self.open.iter().flatten().map(|o| o.page_buf.capacity()).sum::<usize>();
+        let summaries: usize = self.meta.iter().map(|m| m.summary.capacity() * std::mem::size_of::<ChunkId>()).sum();
+        (meta as u64, summaries as u64, self.greedy.heap_bytes())
     }
 
     /// Checks free-list and state accounting; returns the first fault.

@@ -2,6 +2,7 @@
 //! ([`access`]) and the write-amplification study ([`wa`]).
 
 pub mod access;
+pub mod bench;
 pub mod corpus;
 pub mod job;
 pub mod optimizer;

@@ -138,6 +138,9 @@ pub struct WaReport {
 pub struct Speed {
     /// Host 4 KiB unit writes in the measured phase.
     pub host_writes: u64,
+    /// Chunks written to NAND in the measured phase: new ones and GC's
+    /// relocations (the FTL's per-chunk work).
+    pub chunk_writes: u64,
     /// Wall-clock seconds.
     pub wall_secs: f64,
     /// CPU seconds of all the process's threads.
@@ -211,8 +214,10 @@ pub fn run_with(
     let (wall_secs, cpu_secs) = (wall.elapsed().as_secs_f64(), cpu.elapsed().as_secs_f64());
     let after = drive.stats();
     let host_writes = after.host_write_units - before.host_write_units;
+    let chunk_writes = (after.new_chunks + after.gc_relocated_chunks) - (before.new_chunks + before.gc_relocated_chunks);
     let speed = Speed {
         host_writes,
+        chunk_writes,
         wall_secs,
         cpu_secs,
         writes_per_cpu_sec: host_writes as f64 / cpu_secs.max(1e-9),

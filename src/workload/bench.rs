@@ -1,0 +1,164 @@
+//! `duraflash bench`: what simulating costs on this machine, and how that
+//! cost grows with the drive.
+//!
+//! Each point is the steady-state WA study ([`crate::workload::wa`]): fill,
+//! uniform 4 KiB random writes to steady state, then a measured phase whose
+//! CPU time (every thread) and wall time are taken. Three modes:
+//! `content-free` (no bytes generated, compressed, hashed or stored: what
+//! MQSim and SSDSim simulate), `content` (fio-style 50 % compressible data,
+//! compressed and fingerprinted, metadata-only media) and `retained` (the
+//! same, with every stored byte kept in NAND pages).
+
+use serde::Serialize;
+
+use crate::config::{DriveConfig, GcPolicy, Media};
+use crate::controller::{Drive, Footprint};
+use crate::pattern::DataSpec;
+use crate::plot::{LineChart, Series};
+use crate::workload::access::Access;
+use crate::workload::wa::{self, Speed, WaSpec};
+
+/// What a bench point writes and keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Compression and dedup off, metadata-only media: no content at all.
+    ContentFree,
+    /// 50 % compressible data, compression and dedup on, metadata-only.
+    Content,
+    /// As `content`, with the stored bytes kept.
+    Retained,
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mode::ContentFree => "content-free",
+            Mode::Content => "content",
+            Mode::Retained => "retained",
+        })
+    }
+}
+
+impl Mode {
+    /// `cfg` set up for this mode.
+    pub fn configure(self, mut cfg: DriveConfig) -> DriveConfig {
+        let content = self != Mode::ContentFree;
+        cfg.compression = content;
+        cfg.dedup = content;
+        cfg.media = if self == Mode::Retained { Media::Memory } else { Media::MetadataOnly };
+        cfg
+    }
+
+    fn data(self) -> DataSpec {
+        match self {
+            Mode::ContentFree => DataSpec::incompressible(),
+            Mode::Content | Mode::Retained => DataSpec::compressible(50).expect("50 % is in range"),
+        }
+    }
+}
+
+/// One measured point.
+#[derive(Clone, Debug, Serialize)]
+pub struct Point {
+    /// The mode.
+    pub mode: Mode,
+    /// Host-visible bytes.
+    pub capacity_bytes: u64,
+    /// Over-provisioning of the data blocks.
+    pub op: f64,
+    /// WAF of the measured phase.
+    pub waf: f64,
+    /// CPU and wall time of the measured phase.
+    pub speed: Speed,
+    /// Wall nanoseconds per host write.
+    pub ns_per_host_write: f64,
+    /// Wall nanoseconds per chunk written (host and GC).
+    pub ns_per_chunk_write: f64,
+    /// Heap bytes of the drive's state.
+    pub footprint: Footprint,
+    /// Resident set of the process with the drive alive (Linux), bytes.
+    pub rss_bytes: Option<u64>,
+}
+
+/// Bench settings.
+#[derive(Clone, Debug)]
+pub struct BenchSpec {
+    /// Random-write drive-writes before measuring.
+    pub precondition: f64,
+    /// Random-write drive-writes measured.
+    pub measure: f64,
+    /// Seed.
+    pub seed: u64,
+}
+
+/// Measures one point on a drive built from `base` (GC set to greedy)
+/// in `mode`.
+pub fn point(
+    base: &DriveConfig,
+    mode: Mode,
+    spec: &BenchSpec,
+    progress: &mut dyn FnMut(&str, f64),
+) -> Result<Point, String> {
+    let mut cfg = mode.configure(base.clone());
+    cfg.gc.policy = GcPolicy::Greedy;
+    let mut drive = Drive::new(cfg).map_err(|e| e.to_string())?;
+    let wa_spec = WaSpec {
+        access: Access::Uniform,
+        request_bytes: 4096,
+        data: mode.data(),
+        trim_pct: 0,
+        span: 1.0,
+        precondition: spec.precondition,
+        measure: spec.measure,
+    };
+    let r = wa::run(&mut drive, &wa_spec, spec.seed, progress)?;
+    let per = |n: u64| r.speed.wall_secs * 1e9 / n.max(1) as f64;
+    Ok(Point {
+        mode,
+        capacity_bytes: r.capacity_bytes,
+        op: r.op,
+        waf: r.waf,
+        ns_per_host_write: per(r.speed.host_writes),
+        ns_per_chunk_write: per(r.speed.chunk_writes),
+        speed: r.speed,
+        footprint: drive.footprint(),
+        rss_bytes: resident_bytes(),
+    })
+}
+
+/// The process's resident set now (`VmRSS`), where `/proc` has it.
+pub fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Wall time per host write against capacity, one curve per mode, when
+/// more than one capacity was measured.
+pub fn chart(preset: &str, points: &[Point]) -> Option<LineChart> {
+    let mut modes: Vec<Mode> = points.iter().map(|p| p.mode).collect();
+    modes.dedup();
+    let series: Vec<Series> = modes
+        .iter()
+        .map(|&m| Series {
+            name: format!("{m}: ns per host write"),
+            points: points
+                .iter()
+                .filter(|p| p.mode == m)
+                .map(|p| (p.capacity_bytes as f64, p.ns_per_host_write))
+                .collect(),
+        })
+        .filter(|s| s.points.len() > 1)
+        .collect();
+    (!series.is_empty()).then(|| LineChart {
+        title: format!("Simulation cost as the drive grows ({preset}, 4 KiB random writes, greedy GC)"),
+        x_label: "drive capacity (bytes)".into(),
+        y_label: "wall ns per host write".into(),
+        series,
+        y_from_zero: true,
+        x_log2: true,
+        ..Default::default()
+    })
+}
