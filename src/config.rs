@@ -428,6 +428,13 @@ impl DriveConfig {
         self.geometry.dies() + self.gc.low_watermark
     }
 
+    /// How the chunk table packs extents for this geometry and unit.
+    pub fn packing(&self) -> Result<crate::datapath::chunks::Packing, ConfigError> {
+        let g = &self.geometry;
+        crate::datapath::chunks::Packing::new(g.total_blocks(), g.block_bytes() as u32, self.unit_bytes)
+            .map_err(|e| ConfigError::invalid("geometry", e))
+    }
+
     /// Mapping units on the drive.
     pub fn logical_units(&self) -> u64 {
         self.logical_bytes / u64::from(self.unit_bytes)
@@ -518,6 +525,7 @@ impl DriveConfig {
                 format!("{u} is not a power of two from 512 up to the block size (and at most 1 MiB)"),
             ));
         }
+        self.packing()?;
         if self.logical_bytes == 0 || self.logical_bytes % u64::from(u) != 0 {
             return Err(ConfigError::invalid(
                 "logical_bytes",

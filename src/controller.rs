@@ -254,7 +254,11 @@ impl Drive {
             space: Space::new(&config.geometry, keep),
             // Live chunks never exceed the units (each has a reference),
             // plus the one placed before the chunk it replaces is freed.
-            chunks: ChunkStore::with_capacity(config.dedup, config.logical_units() as usize + COMMIT_SLICE_UNITS),
+            chunks: ChunkStore::with_capacity(
+                config.dedup,
+                config.packing()?,
+                config.logical_units() as usize + COMMIT_SLICE_UNITS,
+            ),
             map: L2pMap::new(config.logical_units()),
             encoder: Encoder {
                 unit_bytes: config.unit_bytes as usize,
@@ -1184,7 +1188,7 @@ impl Drive {
         let g = &drive.config.geometry;
         space.check_shape(g, drive.keeps_data(), chunks.records()).map_err(|e| bad("block space", e))?;
         chunks
-            .check_shape(drive.config.dedup, g.total_blocks(), g.block_bytes() as u32)
+            .check_shape(drive.config.dedup, drive.chunks.packing(), g.total_blocks(), g.block_bytes() as u32)
             .map_err(|e| bad("chunk table", e))?;
         if map.units() != drive.map.units() {
             return Err(bad("map", format!("{} units, the config has {}", map.units(), drive.map.units())));

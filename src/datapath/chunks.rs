@@ -39,9 +39,9 @@ impl Extent {
     }
 }
 
-/// One stored content (its fingerprint is kept apart: see
-/// [`ChunkStore::fingerprint`]).
-#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+/// One stored content, as the store hands it out (its fingerprint is kept
+/// apart: see [`ChunkStore::fingerprint`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Chunk {
     /// Where its bytes are.
     pub extent: Extent,
@@ -50,12 +50,59 @@ pub struct Chunk {
     pub refs: u32,
 }
 
+/// How an extent packs into 64 bits: the length in the low `len_bits`,
+/// the offset above it in `offset_bits`, the block in the rest.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Packing {
+    offset_bits: u8,
+    len_bits: u8,
+}
+
+impl Packing {
+    /// The packing for blocks of `block_bytes` and chunks of at most
+    /// `unit_bytes`, or an error when `blocks` blocks do not fit the rest.
+    pub fn new(blocks: u32, block_bytes: u32, unit_bytes: u32) -> Result<Self, String> {
+        let bits = |max: u32| (32 - max.leading_zeros()) as u8;
+        let p = Packing { offset_bits: bits(block_bytes.saturating_sub(1)), len_bits: bits(unit_bytes) };
+        let block_bits = 64 - u32::from(p.offset_bits + p.len_bits);
+        if block_bits < 32 && blocks > (1 << block_bits) {
+            return Err(format!("{blocks} blocks of {block_bytes} bytes do not fit a 64-bit chunk extent"));
+        }
+        Ok(p)
+    }
+
+    fn pack(self, e: Extent) -> [u32; 2] {
+        let v = (u64::from(e.block.0) << (self.offset_bits + self.len_bits))
+            | (u64::from(e.offset) << self.len_bits)
+            | u64::from(e.len);
+        [v as u32, (v >> 32) as u32]
+    }
+
+    fn unpack(self, w: [u32; 2]) -> Extent {
+        let v = u64::from(w[0]) | (u64::from(w[1]) << 32);
+        let mask = |bits: u8| (1u64 << bits) - 1;
+        Extent {
+            block: BlockId((v >> (self.offset_bits + self.len_bits)) as u32),
+            offset: ((v >> self.len_bits) & mask(self.offset_bits)) as u32,
+            len: (v & mask(self.len_bits)) as u32,
+        }
+    }
+}
+
+/// A chunk record: 12 bytes (packed extent, reference count).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+struct Record {
+    extent: [u32; 2],
+    refs: u32,
+}
+
 /// Chunk records, free ids and the dedup index.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ChunkStore {
     /// Whether chunks are entered in the index (dedup on).
     dedup: bool,
-    records: Vec<Chunk>,
+    packing: Packing,
+    records: Vec<Record>,
     /// Fingerprint of each record's content; empty without dedup.
     fingerprints: Vec<Fingerprint>,
     free: Vec<ChunkId>,
@@ -63,17 +110,19 @@ pub struct ChunkStore {
 }
 
 impl ChunkStore {
-    /// An empty store; with `dedup` every chunk is findable by fingerprint.
-    pub fn new(dedup: bool) -> Self {
-        ChunkStore { dedup, ..Default::default() }
+    /// An empty store whose extents pack by `packing`; with `dedup` every
+    /// chunk is findable by fingerprint.
+    pub fn new(dedup: bool, packing: Packing) -> Self {
+        ChunkStore { dedup, packing, ..Default::default() }
     }
 
     /// An empty store with room reserved for `chunks` records, so the
     /// tables never grow by doubling past what a full drive needs (the
     /// reservation costs no memory until records are written).
-    pub fn with_capacity(dedup: bool, chunks: usize) -> Self {
+    pub fn with_capacity(dedup: bool, packing: Packing, chunks: usize) -> Self {
         ChunkStore {
             dedup,
+            packing,
             records: Vec::with_capacity(chunks),
             fingerprints: Vec::with_capacity(if dedup { chunks } else { 0 }),
             ..Default::default()
@@ -91,22 +140,26 @@ impl ChunkStore {
         self.records.len()
     }
 
-    pub fn get(&self, id: ChunkId) -> &Chunk {
-        &self.records[id.index()]
+    pub fn get(&self, id: ChunkId) -> Chunk {
+        let r = self.records[id.index()];
+        Chunk { extent: self.packing.unpack(r.extent), refs: r.refs }
     }
 
     /// Every live chunk with its id.
-    pub fn iter_live(&self) -> impl Iterator<Item = (ChunkId, &Chunk)> {
-        self.records
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.refs > 0)
-            .filter_map(|(i, c)| Some((ChunkId::from_index(i)?, c)))
+    pub fn iter_live(&self) -> impl Iterator<Item = (ChunkId, Chunk)> + '_ {
+        self.records.iter().enumerate().filter(|(_, r)| r.refs > 0).filter_map(|(i, r)| {
+            Some((ChunkId::from_index(i)?, Chunk { extent: self.packing.unpack(r.extent), refs: r.refs }))
+        })
     }
 
     /// The live chunk holding content `fp`, if any (always `None` without dedup).
     pub fn find(&self, fp: &Fingerprint) -> Option<ChunkId> {
         self.index.find(fp, &self.fingerprints)
+    }
+
+    /// How this store packs extents.
+    pub fn packing(&self) -> Packing {
+        self.packing
     }
 
     /// The fingerprint of `id`'s content (dedup on), or `None`.
@@ -117,7 +170,7 @@ impl ChunkStore {
     /// Creates a chunk with one reference at `extent`, entered in the dedup
     /// index when dedup is on. Fails only when ids run out.
     pub fn insert(&mut self, fingerprint: Fingerprint, extent: Extent) -> Option<ChunkId> {
-        let chunk = Chunk { extent, refs: 1 };
+        let chunk = Record { extent: self.packing.pack(extent), refs: 1 };
         let id = match self.free.pop() {
             Some(id) => {
                 self.records[id.index()] = chunk;
@@ -157,7 +210,7 @@ impl ChunkStore {
         if c.refs > 0 {
             return None;
         }
-        let extent = c.extent;
+        let extent = self.packing.unpack(c.extent);
         if self.dedup {
             self.index.remove(id, &self.fingerprints);
         }
@@ -167,7 +220,7 @@ impl ChunkStore {
 
     /// Moves a live chunk to a new extent (GC relocation).
     pub fn relocate(&mut self, id: ChunkId, extent: Extent) {
-        self.records[id.index()].extent = extent;
+        self.records[id.index()].extent = self.packing.pack(extent);
     }
 
     /// Heap bytes held: `(records, fingerprints, free ids, dedup index)`.
@@ -177,7 +230,7 @@ impl ChunkStore {
     pub fn heap_bytes(&self) -> (u64, u64, u64, u64) {
         let bytes = |n: usize, each: usize| (n * each) as u64;
         (
-            bytes(self.records.len(), std::mem::size_of::<Chunk>()),
+            bytes(self.records.len(), std::mem::size_of::<Record>()),
             bytes(self.fingerprints.len(), std::mem::size_of::<Fingerprint>()),
             bytes(self.free.capacity(), std::mem::size_of::<ChunkId>()),
             bytes(self.index.slots.capacity(), std::mem::size_of::<Option<ChunkId>>()),
@@ -210,16 +263,19 @@ impl ChunkStore {
     /// Checks that a table read from an image stays within `blocks` blocks
     /// of `block_bytes` and that every id it holds names one of its own
     /// records, so lookups cannot go out of bounds or loop.
-    pub fn check_shape(&self, dedup: bool, blocks: u32, block_bytes: u32) -> Result<(), String> {
+    pub fn check_shape(&self, dedup: bool, packing: Packing, blocks: u32, block_bytes: u32) -> Result<(), String> {
         if self.dedup != dedup {
             return Err(format!("chunk table has dedup {}, the config {dedup}", self.dedup));
+        }
+        if self.packing != packing {
+            return Err("chunk table packs extents for another geometry".into());
         }
         let n = self.records.len();
         if self.fingerprints.len() != if dedup { n } else { 0 } {
             return Err(format!("{} fingerprints for {n} chunk records", self.fingerprints.len()));
         }
         for (i, c) in self.records.iter().enumerate() {
-            let e = c.extent;
+            let e = self.packing.unpack(c.extent);
             if c.refs > 0
                 && (e.block.0 >= blocks
                     || e.len == 0
@@ -343,13 +399,17 @@ mod tests {
         Fingerprint(f)
     }
 
+    fn packing() -> Packing {
+        Packing::new(1024, 2 << 20, 4096).unwrap()
+    }
+
     fn ext() -> Extent {
         Extent { block: BlockId(0), offset: 0, len: 1 }
     }
 
     #[test]
     fn index_survives_colliding_inserts_and_removes() {
-        let mut s = ChunkStore::new(true);
+        let mut s = ChunkStore::new(true, packing());
         let ids: Vec<ChunkId> = (0..3000u64).map(|n| s.insert(fp(n, n % 7), ext()).unwrap()).collect();
         s.check_index().unwrap();
         for (n, id) in ids.iter().enumerate() {
@@ -366,8 +426,21 @@ mod tests {
     }
 
     #[test]
+    fn extents_pack_and_unpack_at_the_limits() {
+        let p = Packing::new(1 << 20, 2 << 20, 4096).unwrap();
+        for e in [
+            Extent { block: BlockId(0), offset: 0, len: 1 },
+            Extent { block: BlockId((1 << 20) - 1), offset: (2 << 20) - 1, len: 4096 },
+            Extent { block: BlockId(12345), offset: 777_777, len: 2048 },
+        ] {
+            assert_eq!(p.unpack(p.pack(e)), e);
+        }
+        assert!(Packing::new(u32::MAX, u32::MAX, 1 << 20).is_err(), "too many blocks for the bits left");
+    }
+
+    #[test]
     fn refcounts_free_only_at_zero_and_ids_are_reused() {
-        let mut s = ChunkStore::new(true);
+        let mut s = ChunkStore::new(true, packing());
         let a = s.insert(fp(1, 1), ext()).unwrap();
         s.incref(a);
         assert_eq!(s.decref(a), None);
@@ -377,10 +450,10 @@ mod tests {
         let b = s.insert(fp(2, 2), ext()).unwrap();
         assert_eq!(a, b, "freed id reused");
         s.check_index().unwrap();
-        let mut plain = ChunkStore::new(false);
+        let mut plain = ChunkStore::new(false, packing());
         plain.insert(fp(2, 2), ext()).unwrap();
         assert_eq!(plain.find(&fp(2, 2)), None, "without dedup nothing is found");
         plain.check_index().unwrap();
-        assert_eq!(std::mem::size_of::<Chunk>(), 16);
+        assert_eq!(std::mem::size_of::<Record>(), 12);
     }
 }

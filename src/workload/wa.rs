@@ -214,7 +214,8 @@ pub fn run_with(
     let (wall_secs, cpu_secs) = (wall.elapsed().as_secs_f64(), cpu.elapsed().as_secs_f64());
     let after = drive.stats();
     let host_writes = after.host_write_units - before.host_write_units;
-    let chunk_writes = (after.new_chunks + after.gc_relocated_chunks) - (before.new_chunks + before.gc_relocated_chunks);
+    let chunk_writes =
+        (after.new_chunks + after.gc_relocated_chunks) - (before.new_chunks + before.gc_relocated_chunks);
     let speed = Speed {
         host_writes,
         chunk_writes,
