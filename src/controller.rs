@@ -211,6 +211,19 @@ impl Footprint {
     }
 }
 
+/// Host bytes read and written by every drive of the process: a progress
+/// meter that bars and logs turn into a rate (see [`host_bytes_moved`]).
+static HOST_BYTES_MOVED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Host bytes read and written so far by all drives of this process.
+pub fn host_bytes_moved() -> u64 {
+    HOST_BYTES_MOVED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+fn count_moved(bytes: u64) {
+    HOST_BYTES_MOVED.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// A simulated SSD.
 #[derive(Clone, Debug)]
 pub struct Drive {
@@ -371,6 +384,7 @@ impl Drive {
         self.start_journal();
         let unit = self.config.unit_bytes as usize;
         let mut pending: Vec<(usize, Lpn, &[u8])> = Vec::new();
+        count_moved(requests.iter().map(|(_, d)| d.len() as u64).sum());
         for (r, (lba, data)) in requests.iter().enumerate() {
             self.counters.host_write_bytes += data.len() as u64;
             let (first, end) = (lba.0, lba.0 + data.len() as u64 / SECTOR_BYTES);
@@ -810,6 +824,7 @@ impl Drive {
         self.nand.count_reads(nand_reads);
         self.counters.host_page_reads += nand_reads;
         self.counters.host_read_bytes += bytes;
+        count_moved(bytes);
         let mut read: Vec<(u32, u32)> = page_done.keys().copied().collect();
         read.sort_unstable();
         for (block, page) in read {

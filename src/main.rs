@@ -944,7 +944,7 @@ fn progress_bar(quiet: bool) -> Option<ProgressBar> {
     }
     let bar = ProgressBar::new(1000);
     bar.set_style(
-        ProgressStyle::with_template("{prefix:>12} [{bar:40}] {percent:>3}% {elapsed_precise} eta {eta}")
+        ProgressStyle::with_template("{prefix:>12} [{bar:30}] {percent:>3}% {msg} {elapsed_precise} eta {eta}")
             .expect("static template")
             .progress_chars("=> "),
     );
