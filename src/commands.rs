@@ -345,7 +345,7 @@ fn drive_from_job(args: &RunArgs, file: &fio::JobFile) -> Result<Drive, Failure>
         };
         match setting.key.as_str() {
             "preset" => flags.preset = v.to_string(),
-            "capacity" => flags.capacity = Some(v.parse().map_err(bad)?),
+            "capacity" => flags.capacity = Some(super::parse_capacity(v).map_err(bad)?),
             "seed" => flags.seed = v.parse().map_err(|e: std::num::ParseIntError| bad(e.to_string()))?,
             "op" => flags.op = Some(v.parse().map_err(|e: std::num::ParseFloatError| bad(e.to_string()))?),
             "gc" => flags.gc = Some(v.parse().map_err(bad)?),

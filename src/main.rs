@@ -586,9 +586,10 @@ struct DriveArgs {
     /// Drive config file (TOML), instead of a preset.
     #[arg(long, conflicts_with = "preset")]
     config: Option<PathBuf>,
-    /// Scale the drive down to this host capacity (240GB = 240e9 bytes, 256GiB = 256 x 2^30).
-    #[arg(long)]
-    capacity: Option<ByteSize>,
+    /// Scale the drive down to this host capacity (240GB = 240e9 bytes, 256GiB = 256 x 2^30),
+    /// or 'full' for the preset's own.
+    #[arg(long, value_parser = parse_capacity)]
+    capacity: Option<Capacity>,
     /// Over-provisioning of the data blocks: (physical - logical) / logical, GC reserve excluded.
     #[arg(long, allow_negative_numbers = true)]
     op: Option<f64>,
@@ -661,7 +662,12 @@ impl DriveArgs {
         if let Some(f) = &self.firmware {
             cfg.firmware = duraflash::firmware::Firmware::profile(f).map_err(|e| format!("--firmware: {e}"))?;
         }
-        if let Some(cap) = self.capacity.map(|c| c.0).or(default_capacity) {
+        let cap = match self.capacity {
+            Some(Capacity::Full) => None,
+            Some(Capacity::Bytes(b)) => Some(b),
+            None => default_capacity,
+        };
+        if let Some(cap) = cap {
             cfg = cfg.scaled(cap).map_err(|e| format!("--capacity: {e}"))?;
         }
         if let Some(ppb) = self.pages_per_block {
@@ -936,6 +942,23 @@ fn setup_threads(out: &Output) -> Result<(), Failure> {
         rayon::ThreadPoolBuilder::new().num_threads(n).build_global().map_err(|e| Failure::Run(e.to_string()))?;
     }
     Ok(())
+}
+
+/// A `--capacity` value.
+#[derive(Clone, Copy, Debug)]
+enum Capacity {
+    /// The preset's own size.
+    Full,
+    /// Scaled down to this many host bytes.
+    Bytes(u64),
+}
+
+fn parse_capacity(s: &str) -> Result<Capacity, String> {
+    if s == "full" {
+        Ok(Capacity::Full)
+    } else {
+        s.parse::<ByteSize>().map(|b| Capacity::Bytes(b.0))
+    }
 }
 
 fn progress_bar(quiet: bool) -> Option<ProgressBar> {
