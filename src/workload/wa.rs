@@ -128,7 +128,10 @@ pub struct WaReport {
     pub model: Option<ModelPoint>,
     /// Full drive counters at the end.
     pub stats: Stats,
-    /// Cost of simulating the measured phase on this machine.
+    /// Cost of simulating the measured phase on this machine (left out of
+    /// the JSON, which a seed reproduces byte for byte; `duraflash bench`
+    /// reports it).
+    #[serde(skip)]
     pub speed: Speed,
 }
 
