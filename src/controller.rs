@@ -233,8 +233,10 @@ pub struct Drive {
     chunks: ChunkStore,
     map: L2pMap,
     encoder: Encoder,
-    /// Scratch buffers reused by every commit.
+    /// Scratch buffers reused by every commit: the slice being applied
+    /// and the one being encoded.
     batch: EncodedBatch,
+    next_batch: EncodedBatch,
     counters: Counters,
     /// Unit writes so far (host and GC): the age clock of cost-benefit GC.
     clock: u64,
@@ -279,6 +281,7 @@ impl Drive {
                 fingerprint: config.dedup,
             },
             batch: EncodedBatch::default(),
+            next_batch: EncodedBatch::default(),
             counters: Counters::default(),
             clock: 0,
             live_bytes: 0,
@@ -539,23 +542,42 @@ impl Drive {
 
     /// Stores whole units in order: encode in parallel, then dedup, place
     /// and map one by one.
+    ///
+    /// With content to encode, slice `k + 1` is encoded on the pool while
+    /// slice `k` is applied, so the in-order half overlaps the parallel one.
     fn commit(&mut self, units: &[(usize, Lpn, &[u8])]) -> Result<(), DriveError> {
         if units.is_empty() {
             return Ok(());
         }
-        let mut batch = std::mem::take(&mut self.batch);
-        let mut raw: Vec<&[u8]> = Vec::with_capacity(COMMIT_SLICE_UNITS);
+        let encoder = self.encoder;
+        let overlap = encoder.compression || encoder.fingerprint;
+        let (mut cur, mut next) = (std::mem::take(&mut self.batch), std::mem::take(&mut self.next_batch));
+        let slices: Vec<&[(usize, Lpn, &[u8])]> = units.chunks(COMMIT_SLICE_UNITS).collect();
+        fn data<'a>(slice: &[(usize, Lpn, &'a [u8])]) -> Vec<&'a [u8]> {
+            slice.iter().map(|(_, _, d)| *d).collect()
+        }
+        encoder.encode(&data(slices[0]), &mut cur);
         let mut result = Ok(());
-        for slice in units.chunks(COMMIT_SLICE_UNITS) {
-            raw.clear();
-            raw.extend(slice.iter().map(|(_, _, d)| *d));
-            self.encoder.encode(&raw, &mut batch);
-            result = self.apply(slice, &batch);
+        for (k, slice) in slices.iter().enumerate() {
+            result = match slices.get(k + 1) {
+                Some(following) if overlap => {
+                    let input = data(following);
+                    rayon::join(|| self.apply(slice, &cur), || encoder.encode(&input, &mut next)).0
+                }
+                Some(following) => {
+                    let r = self.apply(slice, &cur);
+                    encoder.encode(&data(following), &mut next);
+                    r
+                }
+                None => self.apply(slice, &cur),
+            };
             if result.is_err() {
                 break;
             }
+            std::mem::swap(&mut cur, &mut next);
         }
-        self.batch = batch;
+        self.batch = cur;
+        self.next_batch = next;
         result
     }
 

@@ -195,7 +195,12 @@ fn wa_resumes_from_an_image_and_refuses_a_mismatched_or_damaged_one() {
 
     let info = duraflash(&["image", "info", image]);
     let text = String::from_utf8_lossy(&info.stderr).into_owned() + &String::from_utf8_lossy(&info.stdout);
-    assert!(info.status.success() && text.contains(&format!("image version {}", duraflash::image::VERSION)) && text.contains("NAND="), "{text}");
+    assert!(
+        info.status.success()
+            && text.contains(&format!("image version {}", duraflash::image::VERSION))
+            && text.contains("NAND="),
+        "{text}"
+    );
 
     let mut other = args.clone();
     other[2] = "128MiB";
