@@ -254,3 +254,27 @@ proptest! {
         }
     }
 }
+
+/// A write sweep isolated by an image round trip measures what one on a
+/// clone does and leaves the same drive behind (the full-size torture uses
+/// it so that measuring does not double the memory).
+#[test]
+fn an_image_isolated_write_sweep_equals_a_cloned_one() {
+    use duraflash::pattern::DataSpec;
+    use duraflash::workload::job::{fill_spec, run_job};
+    use duraflash::workload::review::{hdtach_isolated, Isolation};
+    let mut cfg = DriveConfig::preset("sf2281-240g").and_then(|c| c.scaled(64 << 20)).expect("preset");
+    cfg.media = Media::MetadataOnly;
+    let data = DataSpec::compressible(50).unwrap();
+    let mut a = Drive::new(cfg.clone()).unwrap();
+    run_job(&mut a, &fill_spec(cfg.logical_bytes, 128 << 10, 32, data, 3), &mut |_| {}).unwrap();
+    let mut b = a.clone();
+    let by_clone = hdtach_isolated(&mut a, 8, data, 5, Isolation::Clone, &mut |_| {}).unwrap();
+    let by_image = hdtach_isolated(&mut b, 8, data, 5, Isolation::Image, &mut |_| {}).unwrap();
+    assert_eq!(by_clone, by_image);
+    assert_eq!(a.stats(), b.stats(), "the image round trip restored the drive");
+    assert_eq!(a.now(), b.now());
+    let again = |d: &mut Drive| hdtach_isolated(d, 4, data, 9, Isolation::Clone, &mut |_| {}).unwrap();
+    assert_eq!(again(&mut a), again(&mut b), "later commands behave alike");
+    b.check_invariants().unwrap();
+}

@@ -157,6 +157,61 @@ pub fn hdtach_sized<D: BlockDevice>(
     Ok(HdTach { read, write })
 }
 
+/// How a write sweep leaves the drive it measures unchanged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isolation {
+    /// Sweep a clone: twice the state in memory while it runs.
+    Clone,
+    /// Save an image to a temporary file, sweep the drive itself, then
+    /// load the image back: the disk holds the copy instead of memory.
+    Image,
+}
+
+/// Drive state (metadata and kept page bytes) above which
+/// [`Isolation::for_drive`] picks an image over a clone.
+pub const CLONE_LIMIT_BYTES: u64 = 512 << 20;
+
+impl Isolation {
+    /// A clone for small drives, an image for those whose state is over
+    /// [`CLONE_LIMIT_BYTES`] (a full-size drive).
+    pub fn for_drive(drive: &Drive) -> Self {
+        let f = drive.footprint();
+        if f.metadata() + f.nand_data > CLONE_LIMIT_BYTES {
+            Isolation::Image
+        } else {
+            Isolation::Clone
+        }
+    }
+}
+
+/// An HD Tach pass on a single drive whose write sweep is isolated as
+/// `isolation` says; the same result either way.
+pub fn hdtach_isolated(
+    drive: &mut Drive,
+    zones: u32,
+    data: DataSpec,
+    seed: u64,
+    isolation: Isolation,
+    progress: &mut dyn FnMut(f64),
+) -> Result<HdTach, String> {
+    if isolation == Isolation::Clone {
+        return hdtach(drive, zones, data, seed, progress);
+    }
+    let request = HDTACH_REQUEST;
+    let read = sweep(drive, Rw::Read, request, zones, data, unit_seed(seed, 1), &mut |f| progress(f / 2.0))?;
+    static SWEEPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = SWEEPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("duraflash-sweep-{}-{n}.img", std::process::id()));
+    let result = (|| {
+        drive.save(&path).map_err(|e| format!("saving the drive before the write sweep: {e}"))?;
+        let write = sweep(drive, Rw::Write, request, zones, data, unit_seed(seed, 2), &mut |f| progress(0.5 + f / 2.0));
+        *drive = Drive::load(&path).map_err(|e| format!("restoring the drive after the write sweep: {e}"))?;
+        write
+    })();
+    let _ = std::fs::remove_file(&path);
+    Ok(HdTach { read, write: result? })
+}
+
 /// ATTO at one transfer size.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct AttoPoint {

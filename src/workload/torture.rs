@@ -16,7 +16,7 @@ use crate::pattern::{unit_seed, DataSpec};
 use crate::plot::{LineChart, Series};
 use crate::units::Lba;
 use crate::workload::job::{fill_spec, run_job, JobSpec, Limit};
-use crate::workload::review::{atto, hdtach, AttoPoint, HdTach, HDTACH_REQUEST};
+use crate::workload::review::{atto, hdtach_isolated, AttoPoint, HdTach, Isolation, HDTACH_REQUEST};
 
 /// Simulated idle time between the protocol's steps (a reviewer starting
 /// the next tool): queued background work drains, idle GC runs.
@@ -166,7 +166,8 @@ pub fn torture(
     let pass = |drive: &mut Drive, name: &str, k: u64, progress: &mut dyn FnMut(&str, f64)| -> Result<State, String> {
         let at = if k == 0 { 0.0 } else { 0.5 + 0.1 * k as f64 };
         let seed = unit_seed(spec.seed, 20 + k);
-        let h = hdtach(drive, spec.zones, data, seed, &mut |f| progress(name, at + f * 0.1))?;
+        let isolation = Isolation::for_drive(drive);
+        let h = hdtach_isolated(drive, spec.zones, data, seed, isolation, &mut |f| progress(name, at + f * 0.1))?;
         let atto = spec.atto_span.map(|span| atto(drive, span, seed, &mut |_| {})).transpose()?;
         Ok(State {
             read_mbps: h.read.avg_mbps,
