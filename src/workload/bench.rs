@@ -135,27 +135,29 @@ pub fn resident_bytes() -> Option<u64> {
     Some(kib * 1024)
 }
 
-/// Wall time per host write against capacity, one curve per mode, when
-/// more than one capacity was measured.
+/// Wall time per host write and per chunk written against capacity, for
+/// each mode measured at more than one capacity.
 pub fn chart(preset: &str, points: &[Point]) -> Option<LineChart> {
     let mut modes: Vec<Mode> = points.iter().map(|p| p.mode).collect();
     modes.dedup();
+    let curve = |m: Mode, what: &str, y: fn(&Point) -> f64| Series {
+        name: format!("{m}: {what}"),
+        points: points.iter().filter(|p| p.mode == m).map(|p| (p.capacity_bytes as f64, y(p))).collect(),
+    };
     let series: Vec<Series> = modes
         .iter()
-        .map(|&m| Series {
-            name: format!("{m}: ns per host write"),
-            points: points
-                .iter()
-                .filter(|p| p.mode == m)
-                .map(|p| (p.capacity_bytes as f64, p.ns_per_host_write))
-                .collect(),
+        .flat_map(|&m| {
+            [
+                curve(m, "per host write", |p| p.ns_per_host_write),
+                curve(m, "per chunk written (host + GC)", |p| p.ns_per_chunk_write),
+            ]
         })
         .filter(|s| s.points.len() > 1)
         .collect();
     (!series.is_empty()).then(|| LineChart {
-        title: format!("Simulation cost as the drive grows ({preset}, 4 KiB random writes, greedy GC)"),
+        title: format!("Simulation cost against drive size ({preset})"),
         x_label: "drive capacity (bytes)".into(),
-        y_label: "wall ns per host write".into(),
+        y_label: "wall ns".into(),
         series,
         y_from_zero: true,
         x_log2: true,
