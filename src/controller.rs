@@ -1078,7 +1078,11 @@ impl Drive {
             self.counters.gc_relocated_chunks += 1;
         }
         self.gc_scratch = live;
-        result?;
+        if let Err(e) = result {
+            // The victim keeps what was not moved, and stays a candidate.
+            self.space.untake_summary(victim, summary);
+            return Err(e);
+        }
         self.counters.gc_victims += 1;
         self.space.erase(&mut self.nand, victim, summary);
         Ok(())
@@ -1120,9 +1124,9 @@ impl Drive {
         self.space.unwritten_bytes()
     }
 
-    /// A snapshot of every counter.
     /// Heap bytes the model's state holds, by structure (allocated
-    /// capacity, so it matches what the process really holds).
+    /// capacity, except the chunk tables reserved up front, which count
+    /// the entries written: see [`ChunkStore::heap_bytes`]).
     pub fn footprint(&self) -> Footprint {
         let (records, fingerprints, free_ids, dedup_index) = self.chunks.heap_bytes();
         let (blocks, summaries, greedy) = self.space.heap_bytes();
@@ -1141,6 +1145,7 @@ impl Drive {
         }
     }
 
+    /// A snapshot of every counter.
     pub fn stats(&self) -> Stats {
         let c = &self.counters;
         let n = self.nand.counters();

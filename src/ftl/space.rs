@@ -379,6 +379,18 @@ impl Space {
         std::mem::take(&mut m.summary)
     }
 
+    /// Gives back the summary of a victim whose collection failed part way:
+    /// it stays sealed, indexed again with the live bytes it has left.
+    pub fn untake_summary(&mut self, block: BlockId, summary: Vec<ChunkId>) {
+        let m = &mut self.meta[block.0 as usize];
+        debug_assert_eq!(m.state, BlockState::Sealed, "only a sealed victim is taken");
+        m.summary = summary;
+        if !m.indexed {
+            m.indexed = true;
+            self.greedy.insert(block.0, m.live_bytes, m.data_bytes, m.sealed_seq);
+        }
+    }
+
     /// Erases a block whose live chunks are all gone, returning it to its
     /// die's free list. `summary` hands back the (emptied) summary buffer.
     pub fn erase(&mut self, nand: &mut NandArray, block: BlockId, mut summary: Vec<ChunkId>) {
