@@ -81,8 +81,9 @@ pub struct HostQueue {
     clock: SimTime,
     start: SimTime,
     last_done: SimTime,
-    /// Completion latencies per kind of command (see [`HostQueue::set_kind`]).
-    latencies: [Vec<u64>; KINDS],
+    /// Completion latencies per kind of command (see [`HostQueue::set_kind`]),
+    /// in histograms: fixed memory however long the run.
+    latencies: [LatencyHistogram; KINDS],
     kind: usize,
 }
 
@@ -142,7 +143,7 @@ impl HostQueue {
     pub fn complete(&mut self, submitted: SimTime, done: SimTime) {
         self.in_flight.push(Reverse(done));
         self.last_done = self.last_done.max(done);
-        self.latencies[self.kind].push(done.0.saturating_sub(submitted.0));
+        self.latencies[self.kind].record(done.0.saturating_sub(submitted.0));
     }
 
     /// The time all commands issued so far have completed.
@@ -155,42 +156,25 @@ impl HostQueue {
         self.start
     }
 
-    /// Takes the latencies of `kind` recorded so far, so a long run can
-    /// fold them into a [`LatencyHistogram`] and keep memory bounded.
-    pub fn take_latencies(&mut self, kind: CommandKind) -> Vec<u64> {
+    /// The latencies of `kind` recorded since the last call.
+    pub fn take_latencies(&mut self, kind: CommandKind) -> LatencyHistogram {
         std::mem::take(&mut self.latencies[kind as usize])
+    }
+
+    fn elapsed(&self) -> u64 {
+        self.finished_at().0.saturating_sub(self.start.0)
     }
 
     /// What the queue saw of every command kind together.
     pub fn summary(&self) -> QueueSummary {
-        let all: Vec<u64> = self.latencies.iter().flatten().copied().collect();
-        self.summarize(all)
+        let mut all = LatencyHistogram::default();
+        self.latencies.iter().for_each(|h| all.merge(h));
+        all.summary(self.elapsed())
     }
 
     /// What the queue saw of commands of `kind`, over the whole elapsed time.
     pub fn summary_of(&self, kind: CommandKind) -> QueueSummary {
-        self.summarize(self.latencies[kind as usize].clone())
-    }
-
-    fn summarize(&self, mut lat: Vec<u64>) -> QueueSummary {
-        lat.sort_unstable();
-        let pct = |p: f64| -> u64 {
-            if lat.is_empty() {
-                return 0;
-            }
-            let i = ((p / 100.0) * lat.len() as f64).ceil() as usize;
-            lat[i.clamp(1, lat.len()) - 1]
-        };
-        let elapsed = self.finished_at().0.saturating_sub(self.start.0);
-        QueueSummary {
-            commands: lat.len() as u64,
-            elapsed_ns: elapsed,
-            mean_latency_ns: if lat.is_empty() { 0.0 } else { lat.iter().sum::<u64>() as f64 / lat.len() as f64 },
-            p50_ns: pct(50.0),
-            p99_ns: pct(99.0),
-            p999_ns: pct(99.9),
-            max_ns: lat.last().copied().unwrap_or(0),
-        }
+        self.latencies[kind as usize].summary(self.elapsed())
     }
 }
 
@@ -198,20 +182,15 @@ impl HostQueue {
 /// kept to within 1/128 (under 0.8%); below 128 ns exactly.
 const SUB_BITS: u32 = 7;
 
-/// Latencies in log-linear buckets: fixed memory (about 7.4k counters)
-/// whatever the number of commands, percentiles within 0.4%.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Latencies in log-linear buckets: fixed memory (about 7.4k counters,
+/// allocated at the first record) whatever the number of commands,
+/// percentiles within 0.4%; count, mean and max exact.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LatencyHistogram {
     buckets: Vec<u64>,
     count: u64,
     sum: u128,
     max: u64,
-}
-
-impl Default for LatencyHistogram {
-    fn default() -> Self {
-        LatencyHistogram { buckets: vec![0; Self::bucket(u64::MAX) + 1], count: 0, sum: 0, max: 0 }
-    }
 }
 
 impl LatencyHistogram {
@@ -235,6 +214,9 @@ impl LatencyHistogram {
 
     /// Counts one latency.
     pub fn record(&mut self, ns: u64) {
+        if self.buckets.is_empty() {
+            self.buckets = vec![0; Self::bucket(u64::MAX) + 1];
+        }
         self.buckets[Self::bucket(ns)] += 1;
         self.count += 1;
         self.sum += u128::from(ns);
@@ -243,6 +225,9 @@ impl LatencyHistogram {
 
     /// Adds every count of `other`.
     pub fn merge(&mut self, other: &LatencyHistogram) {
+        if self.buckets.is_empty() {
+            self.buckets = vec![0; Self::bucket(u64::MAX) + 1];
+        }
         for (a, b) in self.buckets.iter_mut().zip(&other.buckets) {
             *a += b;
         }

@@ -79,9 +79,7 @@ impl State {
     /// Moves the queue's recorded latencies into the histograms.
     fn fold(&mut self) {
         for (kind, h) in KINDS.into_iter().zip(self.latency.iter_mut()) {
-            for ns in self.queue.take_latencies(kind) {
-                h.record(ns);
-            }
+            h.merge(&self.queue.take_latencies(kind));
         }
     }
 }

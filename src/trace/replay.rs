@@ -156,9 +156,7 @@ const KINDS: [CommandKind; 3] = [CommandKind::Read, CommandKind::Write, CommandK
 /// Moves the queue's recorded latencies into the histograms (bounded memory).
 fn fold_latencies(queue: &mut HostQueue, hist: &mut [LatencyHistogram; 3]) {
     for (kind, h) in KINDS.into_iter().zip(hist.iter_mut()) {
-        for ns in queue.take_latencies(kind) {
-            h.record(ns);
-        }
+        h.merge(&queue.take_latencies(kind));
     }
 }
 
