@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 
+use crate::config::DriveConfig;
 use crate::controller::Drive;
 use crate::fio::{Distribution, Rw};
 use crate::host::BlockDevice;
@@ -202,14 +203,19 @@ pub fn hdtach_isolated(
     static SWEEPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = SWEEPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let path = std::env::temp_dir().join(format!("duraflash-sweep-{}-{n}.img", std::process::id()));
-    let result = (|| {
-        drive.save(&path).map_err(|e| format!("saving the drive before the write sweep: {e}"))?;
-        let write = sweep(drive, Rw::Write, request, zones, data, unit_seed(seed, 2), &mut |f| progress(0.5 + f / 2.0));
-        *drive = Drive::load(&path).map_err(|e| format!("restoring the drive after the write sweep: {e}"))?;
-        write
-    })();
+    if let Err(e) = drive.save(&path) {
+        let _ = std::fs::remove_file(&path);
+        return Err(format!("saving the drive before the write sweep: {e}"));
+    }
+    let write = sweep(drive, Rw::Write, request, zones, data, unit_seed(seed, 2), &mut |f| progress(0.5 + f / 2.0));
+    // Free the swept state before loading the saved one, so the two are
+    // never in memory together.
+    let placeholder = DriveConfig::preset("sf2281-240g").and_then(|c| c.scaled(64 << 20)).map_err(|e| e.to_string())?;
+    *drive = Drive::new(placeholder).map_err(|e| e.to_string())?;
+    *drive = Drive::load(&path)
+        .map_err(|e| format!("restoring the drive after the write sweep from {}: {e}", path.display()))?;
     let _ = std::fs::remove_file(&path);
-    Ok(HdTach { read, write: result? })
+    Ok(HdTach { read, write: write? })
 }
 
 /// ATTO at one transfer size.
