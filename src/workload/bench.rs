@@ -138,8 +138,14 @@ pub fn resident_bytes() -> Option<u64> {
 /// Wall time per host write and per chunk written against capacity, for
 /// each mode measured at more than one capacity.
 pub fn chart(preset: &str, points: &[Point]) -> Option<LineChart> {
-    let mut modes: Vec<Mode> = points.iter().map(|p| p.mode).collect();
-    modes.dedup();
+    // Points run size by size, each size through every mode: keep each
+    // mode once, in the order first seen.
+    let mut modes: Vec<Mode> = Vec::new();
+    for p in points {
+        if !modes.contains(&p.mode) {
+            modes.push(p.mode);
+        }
+    }
     let curve = |m: Mode, what: &str, y: fn(&Point) -> f64| Series {
         name: format!("{m}: {what}"),
         points: points.iter().filter(|p| p.mode == m).map(|p| (p.capacity_bytes as f64, y(p))).collect(),
@@ -163,4 +169,29 @@ pub fn chart(preset: &str, points: &[Point]) -> Option<LineChart> {
         x_log2: true,
         ..Default::default()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chart_has_one_pair_of_curves_per_mode_across_sizes() {
+        let base = DriveConfig::preset("sf2281-240g").unwrap();
+        let spec = BenchSpec { precondition: 0.1, measure: 0.1, seed: 1 };
+        let mut points = Vec::new();
+        for size in [32u64 << 20, 64 << 20] {
+            let cfg = base.scaled(size).unwrap();
+            for mode in [Mode::ContentFree, Mode::Content] {
+                points.push(point(&cfg, mode, &spec, &mut |_, _| {}).unwrap());
+            }
+        }
+        let chart = chart("sf2281-240g", &points).expect("two sizes make curves");
+        assert_eq!(chart.series.len(), 4, "{:?}", chart.series.iter().map(|s| &s.name).collect::<Vec<_>>());
+        assert!(chart.series.iter().all(|s| s.points.len() == 2));
+        let p = &points[1];
+        assert_eq!(p.mode, Mode::Content);
+        assert!(p.footprint.fingerprints > 0 && points[0].footprint.fingerprints == 0, "dedup only in content mode");
+        assert!(p.speed.host_writes > 0 && p.ns_per_chunk_write > 0.0);
+    }
 }
