@@ -1301,7 +1301,8 @@ impl Drive {
             extents[b].push((e.offset, e.len));
             if self.keeps_data() {
                 self.fetch(id, &mut unit, &mut pages, &mut scratch).map_err(|e| e.to_string())?;
-                if self.chunks.fingerprint(id).is_some_and(|fp| *fp != crate::units::Fingerprint::of(&unit)) {
+                // `fetch` leaves the stored form in `scratch`: the fingerprinted bytes.
+                if self.chunks.fingerprint(id).is_some_and(|fp| *fp != crate::units::Fingerprint::of(&scratch)) {
                     return Err(format!("chunk {} content does not match its fingerprint", id.index()));
                 }
             }

@@ -37,8 +37,9 @@ use crate::controller::Stats;
 /// First bytes of every image.
 pub const MAGIC: [u8; 8] = *b"DURAFLSH";
 /// The format version this build writes and reads.
-pub const VERSION: u32 = 2;
-/// Section tags of a version-2 image, in file order.
+/// Version 3: fingerprints are of the stored (compressed) form.
+pub const VERSION: u32 = 3;
+/// Section tags of an image, in file order.
 pub const SECTIONS: [[u8; 4]; 7] = [*b"CONF", *b"STAT", *b"NAND", *b"SPAC", *b"CHNK", *b"MAP ", *b"DRIV"];
 
 const HEADER_BYTES: u64 = 12;

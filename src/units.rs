@@ -62,7 +62,11 @@ impl ChunkId {
     }
 }
 
-/// The first 16 bytes of a unit's blake3 hash: the dedup identity.
+/// The first 16 bytes of the blake3 hash of a unit's stored form (its lz4
+/// bytes, or the unit itself when stored raw): the dedup identity. lz4 is
+/// deterministic and lossless, so equal units have equal stored forms and
+/// different units different ones; hashing the compressed bytes halves
+/// the hash work on half-compressible data.
 ///
 /// With n distinct units the chance that any two share a 128-bit prefix is
 /// about n^2 / 2^129: for a whole 240 GB drive (n = 5.9e7 units) that is

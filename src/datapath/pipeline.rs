@@ -1,6 +1,9 @@
 //! The write pipeline's parallel half: compress (lz4_flex) and fingerprint
 //! (blake3) each 4 KiB unit of a batch, with rayon.
 //!
+//! The fingerprint is taken of the stored form (see
+//! [`crate::units::Fingerprint`]), so compressible units hash fewer bytes.
+//!
 //! Pure per unit, so the result is identical whatever the thread count; the
 //! order-dependent half (dedup, placement, mapping) runs after it, in order,
 //! in the controller. A unit whose compressed form is not smaller than the
@@ -28,7 +31,7 @@ pub struct Encoder {
 /// The encoded form of one unit.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct EncodedUnit {
-    /// Fingerprint of the raw unit (zero when fingerprints are off).
+    /// Fingerprint of the stored bytes (zero when fingerprints are off).
     pub fingerprint: Fingerprint,
     /// Stored length in bytes; equal to the unit size when stored raw.
     pub len: u32,
@@ -89,17 +92,17 @@ impl Encoder {
 
     fn encode_one(&self, unit: &[u8], slot: &mut [u8]) -> EncodedUnit {
         debug_assert_eq!(unit.len(), self.unit_bytes, "pipeline input must be whole units");
-        let fingerprint = if self.fingerprint { Fingerprint::of(unit) } else { Fingerprint::default() };
-        let mut len = unit.len();
+        let mut stored = unit;
         if self.compression {
             // The slot is sized by get_maximum_output_size, so this cannot fail.
             if let Ok(n) = lz4_flex::block::compress_into(unit, slot) {
                 if n < unit.len() {
-                    len = n;
+                    stored = &slot[..n];
                 }
             }
         }
-        EncodedUnit { fingerprint, len: len as u32 }
+        let fingerprint = if self.fingerprint { Fingerprint::of(stored) } else { Fingerprint::default() };
+        EncodedUnit { fingerprint, len: stored.len() as u32 }
     }
 }
 
@@ -140,6 +143,7 @@ mod tests {
         assert_eq!(out.units()[0].fingerprint, out.units()[2].fingerprint);
         assert_ne!(out.units()[0].fingerprint, out.units()[1].fingerprint);
         for (i, raw) in units.iter().enumerate() {
+            assert_eq!(out.units()[i].fingerprint, Fingerprint::of(out.stored(i, raw)), "the stored form is hashed");
             let mut back = vec![1u8; 4096];
             decode(out.stored(i, raw), &mut back).unwrap();
             assert_eq!(&back[..], *raw);
