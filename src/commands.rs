@@ -53,7 +53,7 @@ impl<'a> Provenance<'a> {
 /// fraction done, drawn as one bar (none when `quiet` or not a terminal).
 /// The bar's message is the simulation rate: host MB moved (read and
 /// written, simulated) per wall-clock second over the last second or so.
-pub(crate) fn with_phases<T>(quiet: bool, f: impl FnOnce(&mut dyn FnMut(&str, f64)) -> T) -> T {
+pub(crate) fn with_phases<T: Send>(quiet: bool, f: impl FnOnce(&mut dyn FnMut(&str, f64)) -> T + Send) -> T {
     let bar = progress_bar(quiet);
     let mut last = (std::time::Instant::now(), duraflash::controller::host_bytes_moved());
     let mut tick = |phase: &str, x: f64| {
@@ -70,7 +70,9 @@ pub(crate) fn with_phases<T>(quiet: bool, f: impl FnOnce(&mut dyn FnMut(&str, f6
             }
         }
     };
-    let result = f(&mut tick);
+    // On a pool thread, the run's parallel steps (content generation,
+    // encoding) hand work to the other threads without waking this one.
+    let result = rayon::scope(|_| f(&mut tick));
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -78,7 +80,7 @@ pub(crate) fn with_phases<T>(quiet: bool, f: impl FnOnce(&mut dyn FnMut(&str, f6
 }
 
 /// Runs `f` with a progress callback drawn as a bar named `phase`.
-fn with_progress<T>(out: &Output, phase: &str, f: impl FnOnce(&mut dyn FnMut(f64)) -> T) -> T {
+fn with_progress<T: Send>(out: &Output, phase: &str, f: impl FnOnce(&mut dyn FnMut(f64)) -> T + Send) -> T {
     with_phases(out.quiet, |tick| f(&mut |x| tick(phase, x)))
 }
 

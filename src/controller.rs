@@ -57,10 +57,16 @@ impl ReadWindow {
     }
 }
 
-/// Units encoded together: enough to keep both pipeline threads busy, few
-/// enough that the compressed output (about 4 KiB a unit) stays in cache
-/// until it is placed.
+/// Units encoded together at most: enough to keep both pipeline threads
+/// busy, few enough that the compressed output (about 4 KiB a unit) stays
+/// in cache until it is placed...
 const COMMIT_SLICE_UNITS: usize = 64;
+/// ...and at least: a smaller batch is cut into this many slices, so its
+/// in-order half still overlaps the encoding of the next slice...
+const COMMIT_SLICES: usize = 8;
+/// ...of at least this many units (rayon's hand-off costs more than a few
+/// units save).
+const COMMIT_SLICE_MIN_UNITS: usize = 8;
 
 /// Host-side and data-path counters (NAND ones live in the array).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -545,14 +551,27 @@ impl Drive {
     ///
     /// With content to encode, slice `k + 1` is encoded on the pool while
     /// slice `k` is applied, so the in-order half overlaps the parallel one.
+    /// Called from outside the pool, the whole commit moves onto a pool
+    /// thread first: one hand-off instead of one (a sleep and a wake-up)
+    /// per slice.
     fn commit(&mut self, units: &[(usize, Lpn, &[u8])]) -> Result<(), DriveError> {
         if units.is_empty() {
             return Ok(());
         }
+        let overlap = self.encoder.compression || self.encoder.fingerprint;
+        if overlap && units.len() > COMMIT_SLICE_MIN_UNITS && rayon::current_thread_index().is_none() {
+            return rayon::scope(|_| self.commit_slices(units));
+        }
+        self.commit_slices(units)
+    }
+
+    /// [`Drive::commit`]'s body, on whatever thread calls it.
+    fn commit_slices(&mut self, units: &[(usize, Lpn, &[u8])]) -> Result<(), DriveError> {
         let encoder = self.encoder;
         let overlap = encoder.compression || encoder.fingerprint;
         let (mut cur, mut next) = (std::mem::take(&mut self.batch), std::mem::take(&mut self.next_batch));
-        let slices: Vec<&[(usize, Lpn, &[u8])]> = units.chunks(COMMIT_SLICE_UNITS).collect();
+        let slice_units = units.len().div_ceil(COMMIT_SLICES).clamp(COMMIT_SLICE_MIN_UNITS, COMMIT_SLICE_UNITS);
+        let slices: Vec<&[(usize, Lpn, &[u8])]> = units.chunks(slice_units).collect();
         fn data<'a>(slice: &[(usize, Lpn, &'a [u8])]) -> Vec<&'a [u8]> {
             slice.iter().map(|(_, _, d)| *d).collect()
         }

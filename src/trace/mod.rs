@@ -243,7 +243,7 @@ enum RawLine {
 
 /// A streaming iterator of [`TraceRecord`]s over a plain or gzip input.
 pub struct TraceReader {
-    input: Box<dyn BufRead>,
+    input: Box<dyn BufRead + Send>,
     format: Format,
     parser: LineParser,
     /// Lines read so far.
@@ -263,10 +263,14 @@ impl TraceReader {
     /// Reads a trace from `input` (gzip is recognised by its magic bytes).
     /// Without `format`, the first lines that look like a known format decide
     /// it; a read error during detection is returned here.
-    pub fn new(input: impl Read + 'static, format: Option<Format>, options: ParseOptions) -> Result<Self, TraceError> {
+    pub fn new(
+        input: impl Read + Send + 'static,
+        format: Option<Format>,
+        options: ParseOptions,
+    ) -> Result<Self, TraceError> {
         let mut plain = BufReader::new(input);
         let magic = plain.fill_buf().map_err(|source| TraceError::Io { line: 1, source })?;
-        let input: Box<dyn BufRead> = if magic.starts_with(&[0x1f, 0x8b]) {
+        let input: Box<dyn BufRead + Send> = if magic.starts_with(&[0x1f, 0x8b]) {
             Box::new(BufReader::new(flate2::bufread::MultiGzDecoder::new(plain)))
         } else {
             Box::new(plain)
