@@ -5,13 +5,15 @@
 //! Owns chunk identity and reference counts. It does not own placement
 //! (the controller decides extents) or the logical map.
 //!
-//! Memory: a record (extent and reference count) is 16 bytes, and with
+//! Memory: a record (packed extent and reference count) is 12 bytes, and with
 //! dedup on each chunk's 16-byte fingerprint sits in a parallel table, so
 //! GC, which reads records of whole blocks at random, finds twice as many
 //! per cache line. The index is a flat open-addressing table of 4-byte
-//! chunk ids (linear probing, load <= 7/8) that compares fingerprints
-//! through the fingerprint table, so it costs 4.6 to 9.1 bytes per indexed
-//! chunk. A `DashMap<[u8; 16], u32>` costs 45-77 bytes an entry
+//! chunk ids (linear probing, load <= 3/4) that compares fingerprints
+//! through the fingerprint table, so it costs 5.3 to 10.7 bytes per indexed
+//! chunk. Above 3/4 the probe runs grow long: at 7/8 an unsuccessful lookup
+//! walks about 30 slots and a removal fetches the fingerprint of every
+//! entry it may shift back. A `DashMap<[u8; 16], u32>` costs 45-77 bytes an entry
 //! (measured for the issue), which alone would exceed a 64-byte-per-unit
 //! budget; the batch pipeline hashes in parallel and applies results in
 //! order, so the index needs no concurrent writers.
@@ -135,12 +137,12 @@ impl ChunkStore {
         self.records.len() - self.free.len()
     }
 
-    /// The record of `id`.
     /// Entries of the chunk table, live and free.
     pub fn records(&self) -> usize {
         self.records.len()
     }
 
+    /// The record of `id`.
     pub fn get(&self, id: ChunkId) -> Chunk {
         let r = self.records[id.index()];
         Chunk { extent: self.packing.unpack(r.extent), refs: r.refs }
@@ -314,7 +316,7 @@ impl ChunkStore {
 struct FlatIndex {
     /// Power-of-two sized.
     slots: Vec<u32>,
-    /// Occupied slots. Invariant: len <= 7/8 of slots.len().
+    /// Occupied slots. Invariant: len <= 3/4 of slots.len().
     len: usize,
     /// High bits of a slot that hold the tag (0: no tag).
     tag_bits: u8,
@@ -379,7 +381,7 @@ impl FlatIndex {
             // More records than the tag left room for: give the id more bits.
             self.rebuild(FlatIndex::for_records(id.index() + 1).tag_bits, self.slots.len(), fps);
         }
-        if (self.len + 1) * 8 > self.slots.len() * 7 {
+        if (self.len + 1) * 4 > self.slots.len() * 3 {
             self.rebuild(self.tag_bits, (self.slots.len() * 2).max(1024), fps);
         }
         self.place(id, fps);
