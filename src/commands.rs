@@ -461,11 +461,6 @@ pub(super) fn run(args: RunArgs) -> Result<(), Failure> {
     emit(&args.out, &summary, &out, &[("", Smart::of(&drive))])
 }
 
-/// Capacity `torture` uses when none is given: a 4 GiB scale model runs
-/// in about a minute; `--capacity 240GB --media metadata-only` is the
-/// whole drive.
-const TORTURE_DEFAULT_CAPACITY: u64 = 4 << 30;
-
 #[derive(Serialize)]
 struct TortureOutput<'a> {
     #[serde(flatten)]
@@ -480,7 +475,9 @@ pub(super) fn torture(args: TortureArgs) -> Result<(), Failure> {
     // asked to: the write sweeps run on copies of the drive.
     let mut flags = args.drive.clone();
     flags.media = flags.media.or(Some(duraflash::Media::MetadataOnly));
-    let cfg = flags.build(Some(TORTURE_DEFAULT_CAPACITY)).map_err(Failure::Usage)?;
+    // The whole drive unless --capacity scales it down (4GiB runs in
+    // about a minute).
+    let cfg = flags.build(None).map_err(Failure::Usage)?;
     if args.qd == 0 || args.zones == 0 {
         return Err(Failure::Usage("--qd and --zones must be at least 1".into()));
     }

@@ -47,7 +47,8 @@ enum Command {
     /// Run a fio job file against the simulated drive.
     Run(RunArgs),
     /// The reviewers' SandForce torture protocol: clean, tortured, after
-    /// TRIM and after a second TRIM, each measured with HD Tach.
+    /// TRIM and after a second TRIM, each measured with HD Tach. Runs the
+    /// whole drive; `--capacity 4GiB` is a one-minute scale model.
     Torture(TortureArgs),
     /// Real data through the drive: compression, dedup, steady-state WAF
     /// and write speed for each corpus (committed samples, generated sets
