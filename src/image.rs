@@ -43,6 +43,8 @@ pub const VERSION: u32 = 3;
 pub const SECTIONS: [[u8; 4]; 7] = [*b"CONF", *b"STAT", *b"NAND", *b"SPAC", *b"CHNK", *b"MAP ", *b"DRIV"];
 
 const HEADER_BYTES: u64 = 12;
+/// Buffer between a section's codec and its checksum.
+const HASH_BUFFER_BYTES: usize = 256 << 10;
 const SECTION_HEADER_BYTES: u64 = 4 + 8 + 32;
 
 /// Why an image could not be written or read.
@@ -155,8 +157,14 @@ impl ImageWriter {
         let err = |e| io_err("write", &tmp, e);
         let start = self.out.stream_position().map_err(err)?;
         self.out.write_all(&[0u8; SECTION_HEADER_BYTES as usize]).map_err(err)?;
-        let mut hw = HashWriter { inner: &mut self.out, hasher: blake3::Hasher::new(), len: 0 };
+        // Buffered in front of the hasher: bincode writes field by field,
+        // and blake3 is fast only on long inputs.
+        let mut hw = BufWriter::with_capacity(
+            HASH_BUFFER_BYTES,
+            HashWriter { inner: &mut self.out, hasher: blake3::Hasher::new(), len: 0 },
+        );
         body(&mut hw).map_err(err)?;
+        let hw = hw.into_inner().map_err(|e| err(e.into_error()))?;
         let (len, hash) = (hw.len, hw.hasher.finalize());
         let end = self.out.stream_position().map_err(err)?;
         self.out.seek(SeekFrom::Start(start)).map_err(err)?;
@@ -269,11 +277,16 @@ impl ImageReader {
     ) -> Result<T, ImageError> {
         let (len, stored) = self.header(tag)?;
         let section = tag_name(&tag);
-        let mut r = HashReader { inner: (&mut self.input).take(len), hasher: blake3::Hasher::new() };
+        // Buffered behind the hasher (see `ImageWriter::section`); the
+        // buffer reads only within the section.
+        let mut r = BufReader::with_capacity(
+            HASH_BUFFER_BYTES,
+            HashReader { inner: (&mut self.input).take(len), hasher: blake3::Hasher::new() },
+        );
         let decoded = body(&mut r);
         let left = io::copy(&mut r, &mut io::sink()).map_err(|e| io_err("read", &self.path, e))?;
         self.remaining -= len;
-        if *r.hasher.finalize().as_bytes() != stored {
+        if *r.into_inner().hasher.finalize().as_bytes() != stored {
             return Err(ImageError::Checksum { section });
         }
         let value = decoded.map_err(|reason| ImageError::Decode { section: section.clone(), reason })?;
