@@ -602,12 +602,13 @@ impl Drive {
 
     /// The in-order half of a commit: dedup, place, map.
     fn apply(&mut self, units: &[(usize, Lpn, &[u8])], batch: &EncodedBatch) -> Result<(), DriveError> {
-        // Touch each unit's map entry and old chunk record first: these
-        // loads are independent across units, so their cache misses overlap
-        // here instead of stalling one after another in the loop below.
+        // Touch each unit's map entry, old chunk and dedup slots first:
+        // these loads are independent across units, so their cache misses
+        // overlap here instead of stalling one after another below.
         let warm = units
             .iter()
-            .map(|(_, lpn, _)| self.map.get(*lpn).map_or(0, |id| self.chunks.get(id).refs))
+            .zip(batch.units())
+            .map(|((_, lpn, _), enc)| self.chunks.warm(self.map.get(*lpn), &enc.fingerprint))
             .fold(0u32, u32::wrapping_add);
         std::hint::black_box(warm);
         for (i, (r, lpn, data)) in units.iter().enumerate() {

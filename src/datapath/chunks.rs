@@ -197,6 +197,23 @@ impl ChunkStore {
         Some(id)
     }
 
+    /// Loads what dropping a reference to `old` and looking up `fp` will
+    /// read first: the old record and fingerprint and both home slots of
+    /// the index. Returns a value derived from them so the loads are kept.
+    pub fn warm(&self, old: Option<ChunkId>, fp: &Fingerprint) -> u32 {
+        let mut x = 0;
+        if let Some(id) = old {
+            x ^= self.records[id.index()].refs;
+            if self.dedup {
+                x ^= self.index.home_slot(self.fingerprints[id.index()].hash64());
+            }
+        }
+        if self.dedup {
+            x ^= self.index.home_slot(fp.hash64());
+        }
+        x
+    }
+
     /// Adds a reference to `id`.
     pub fn incref(&mut self, id: ChunkId) {
         let c = &mut self.records[id.index()];
@@ -352,6 +369,11 @@ impl FlatIndex {
     /// The chunk id a used slot holds.
     fn id(&self, slot: u32) -> ChunkId {
         ChunkId::from_index((slot & self.id_mask()) as usize - 1).expect("a used slot holds an id")
+    }
+
+    /// The slot a hash's probe starts at (0 while the table is empty).
+    fn home_slot(&self, hash: u64) -> u32 {
+        self.slots.get(hash as usize & self.slots.len().wrapping_sub(1)).copied().unwrap_or(0)
     }
 
     fn find(&self, fp: &Fingerprint, fps: &[Fingerprint]) -> Option<ChunkId> {
