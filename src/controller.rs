@@ -1028,8 +1028,10 @@ impl Drive {
     /// their chunks elsewhere, then the erase.
     fn relocate_all(&mut self, victim: BlockId) -> Result<(), DriveError> {
         let summary = self.space.take_summary(victim);
-        // One gather over the records, with no branch on what it loads, so
-        // the (mostly cache-missing) loads overlap; then keep the live ones.
+        // Warm the records first, then one gather over them with no branch
+        // on what it loads, so the (mostly cache-missing) loads overlap;
+        // then keep the live ones.
+        self.chunks.warm(&summary);
         let mut live = std::mem::take(&mut self.gc_scratch);
         live.clear();
         live.extend(summary.iter().map(|&id| {
