@@ -18,7 +18,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::units::{BlockId, ChunkId, Fingerprint};
+use crate::units::{BlockId, ChunkId, Divisor, Fingerprint};
 
 /// Where a chunk's stored bytes sit: `len` bytes from byte `offset` of
 /// `block`. A chunk never crosses a block boundary; it may cross pages.
@@ -34,7 +34,7 @@ pub struct Extent {
 
 impl Extent {
     /// Pages `first..=last` of the block that this extent touches.
-    pub fn pages(&self, page_bytes: u32) -> (u32, u32) {
+    pub fn pages(&self, page_bytes: Divisor) -> (u32, u32) {
         (self.offset / page_bytes, (self.offset + self.len - 1) / page_bytes)
     }
 }
