@@ -583,13 +583,20 @@ impl Drive {
 
     /// The in-order half of a commit: dedup, place, map.
     fn apply(&mut self, units: &[(usize, Lpn, &[u8])], batch: &EncodedBatch) -> Result<(), DriveError> {
-        // Touch each unit's map entry and old chunk record first: these
-        // loads are independent across units, so their cache misses overlap
-        // here instead of stalling one after another in the loop below.
-        let warm = units
-            .iter()
-            .map(|(_, lpn, _)| self.map.get(*lpn).map_or(0, |id| self.chunks.get(id).refs))
-            .fold(0u32, u32::wrapping_add);
+        // Touch each unit's map entry, then its old chunk record, then that
+        // chunk's block state: the loads of one pass are independent across
+        // units, so their cache misses overlap here instead of stalling one
+        // after another in the loop below, and each pass finds the previous
+        // one's data in cache.
+        let old = |lpn: &Lpn| self.map.get(*lpn).map(|id| self.chunks.get(id));
+        let entries = units.iter().map(|(_, lpn, _)| self.map.get(*lpn).map_or(0, ChunkId::index) as u32);
+        let records = units.iter().map(|(_, lpn, _)| old(lpn).map_or(0, |c| c.refs));
+        let blocks = units.iter().map(|(_, lpn, _)| old(lpn).map_or(0, |c| self.space.warm(c.extent.block)));
+        let warm = [
+            entries.fold(0u32, u32::wrapping_add),
+            records.fold(0, u32::wrapping_add),
+            blocks.fold(0, u32::wrapping_add),
+        ];
         std::hint::black_box(warm);
         for (i, (r, lpn, data)) in units.iter().enumerate() {
             self.begin_request(*r);

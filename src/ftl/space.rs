@@ -144,6 +144,12 @@ impl Space {
         self.meta[block.0 as usize].live_bytes
     }
 
+    /// Loads what invalidating bytes of `block` updates (its record and
+    /// greedy index entry) into cache; returns a value to keep the loads.
+    pub fn warm(&self, block: BlockId) -> u32 {
+        self.meta[block.0 as usize].live_bytes.wrapping_add(self.greedy.peek(block.0))
+    }
+
     /// Chunk ids appended to `block` since its last erase.
     pub fn summary(&self, block: BlockId) -> &[ChunkId] {
         &self.meta[block.0 as usize].summary
