@@ -120,10 +120,12 @@ impl ChunkStore {
     /// tables never grow by doubling past what a full drive needs (the
     /// reservation costs no memory until records are written).
     pub fn with_capacity(dedup: bool, packing: Packing, chunks: usize) -> Self {
+        let records = Vec::with_capacity(chunks);
+        crate::ftl::huge_pages::advise(&records);
         ChunkStore {
             dedup,
             packing,
-            records: Vec::with_capacity(chunks),
+            records,
             fingerprints: Vec::with_capacity(if dedup { chunks } else { 0 }),
             index: FlatIndex::for_records(chunks),
             ..Default::default()
