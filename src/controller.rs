@@ -1035,16 +1035,10 @@ impl Drive {
     /// their chunks elsewhere, then the erase.
     fn relocate_all(&mut self, victim: BlockId) -> Result<(), DriveError> {
         let summary = self.space.take_summary(victim);
-        // Warm the records first, then one gather over them with no branch
-        // on what it loads, so the (mostly cache-missing) loads overlap;
-        // then keep the live ones.
-        self.chunks.warm(&summary);
+        // Gather every entry's record, then keep the live ones.
         let mut live = std::mem::take(&mut self.gc_scratch);
         live.clear();
-        live.extend(summary.iter().map(|&id| {
-            let chunk = self.chunks.get(id);
-            (id, chunk.extent, chunk.refs)
-        }));
+        self.chunks.gather(&summary, &mut live);
         live.retain(|&(_, extent, refs)| refs > 0 && extent.block == victim);
         // An id freed and reused within the block appears twice in its
         // summary; both entries now name the same chunk. In offset order

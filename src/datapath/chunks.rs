@@ -107,6 +107,9 @@ pub struct ChunkStore {
     fingerprints: Vec<Fingerprint>,
     free: Vec<ChunkId>,
     index: FlatIndex,
+    /// Scratch copy of the records [`ChunkStore::gather`] reads.
+    #[serde(skip)]
+    gathered: Vec<Record>,
 }
 
 impl ChunkStore {
@@ -148,12 +151,15 @@ impl ChunkStore {
         Chunk { extent: self.packing.unpack(r.extent), refs: r.refs }
     }
 
-    /// Loads the records of `ids` into cache. The loads are independent
-    /// and the loop is tight, so many of their misses overlap; a `get` of
-    /// the same ids right after then hits. A hint: changes no state.
-    pub fn warm(&self, ids: &[ChunkId]) {
-        let sum = ids.iter().map(|id| self.records.get(id.index()).map_or(0, |r| r.refs)).fold(0u32, u32::wrapping_add);
-        std::hint::black_box(sum);
+    /// Appends `(id, extent, refs)` of each of `ids` to `out`, in order.
+    /// The records are first copied in a tight loop of independent loads,
+    /// so many of their cache misses overlap, then unpacked from the copy.
+    pub fn gather(&mut self, ids: &[ChunkId], out: &mut Vec<(ChunkId, Extent, u32)>) {
+        let mut copy = std::mem::take(&mut self.gathered);
+        copy.clear();
+        copy.extend(ids.iter().map(|id| self.records[id.index()]));
+        out.extend(ids.iter().zip(&copy).map(|(&id, r)| (id, self.packing.unpack(r.extent), r.refs)));
+        self.gathered = copy;
     }
 
     /// Every live chunk with its id.
