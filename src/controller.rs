@@ -1046,10 +1046,7 @@ impl Drive {
         live.sort_unstable_by_key(|&(_, extent, _)| extent.offset);
         live.dedup_by_key(|&mut (id, _, _)| id);
         let mut pages = Vec::new();
-        for &(_, extent, _) in &live {
-            self.space.nand_pages(&self.nand, extent, &mut pages);
-        }
-        pages.dedup();
+        self.space.nand_pages_in_order(&self.nand, live.iter().map(|&(_, extent, _)| extent), &mut pages);
         for &(block, _) in &pages {
             self.nand.journal_read(BlockId(block));
         }

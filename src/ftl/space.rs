@@ -372,8 +372,27 @@ impl Space {
     /// page buffer cost none), pushed as `(block, page)` pairs.
     pub fn nand_pages(&self, nand: &NandArray, extent: Extent, out: &mut Vec<(u32, u32)>) {
         let (first, last) = extent.pages(self.page_bytes);
-        let programmed = nand.programmed_pages(extent.block);
-        out.extend((first..=last).filter(|p| *p < programmed).map(|p| (extent.block.0, p)));
+        let end = (last + 1).min(nand.programmed_pages(extent.block));
+        out.extend((first..end).map(|p| (extent.block.0, p)));
+    }
+
+    /// Pages of NAND that reads of all of `extents` must sense, each once,
+    /// pushed in page order as `(block, page)` pairs: [`Space::nand_pages`]
+    /// of each, without repeats, for extents of one block in offset order
+    /// (a GC victim's live chunks).
+    pub fn nand_pages_in_order(
+        &self,
+        nand: &NandArray,
+        extents: impl Iterator<Item = Extent>,
+        out: &mut Vec<(u32, u32)>,
+    ) {
+        let mut next = 0;
+        for extent in extents {
+            let (first, last) = extent.pages(self.page_bytes);
+            let end = (last + 1).min(nand.programmed_pages(extent.block));
+            out.extend((first.max(next)..end).map(|p| (extent.block.0, p)));
+            next = next.max(last + 1);
+        }
     }
 
     /// Takes the summary of a sealed victim out for GC.
