@@ -602,14 +602,24 @@ impl Drive {
 
     /// The in-order half of a commit: dedup, place, map.
     fn apply(&mut self, units: &[(usize, Lpn, &[u8])], batch: &EncodedBatch) -> Result<(), DriveError> {
-        // Touch each unit's map entry, old chunk and dedup slots first:
-        // these loads are independent across units, so their cache misses
-        // overlap here instead of stalling one after another below.
-        let warm = units
+        // Touch each unit's map entry, then its old chunk (record,
+        // fingerprint, dedup slot) and its new content's dedup slot, then the
+        // old chunk's block state: the loads of one pass are independent
+        // across units, so their cache misses overlap here instead of
+        // stalling one after another in the loop below, and each pass finds
+        // the previous one's data in cache.
+        let old = |lpn: &Lpn| self.map.get(*lpn).map(|id| self.chunks.get(id));
+        let entries = units.iter().map(|(_, lpn, _)| self.map.get(*lpn).map_or(0, ChunkId::index) as u32);
+        let chunks = units
             .iter()
             .zip(batch.units())
-            .map(|((_, lpn, _), enc)| self.chunks.warm(self.map.get(*lpn), &enc.fingerprint))
-            .fold(0u32, u32::wrapping_add);
+            .map(|((_, lpn, _), enc)| self.chunks.warm(self.map.get(*lpn), &enc.fingerprint));
+        let blocks = units.iter().map(|(_, lpn, _)| old(lpn).map_or(0, |c| self.space.warm(c.extent.block)));
+        let warm = [
+            entries.fold(0u32, u32::wrapping_add),
+            chunks.fold(0, u32::wrapping_add),
+            blocks.fold(0, u32::wrapping_add),
+        ];
         std::hint::black_box(warm);
         for (i, (r, lpn, data)) in units.iter().enumerate() {
             self.begin_request(*r);
@@ -1048,14 +1058,10 @@ impl Drive {
     /// their chunks elsewhere, then the erase.
     fn relocate_all(&mut self, victim: BlockId) -> Result<(), DriveError> {
         let summary = self.space.take_summary(victim);
-        // One gather over the records, with no branch on what it loads, so
-        // the (mostly cache-missing) loads overlap; then keep the live ones.
+        // Gather every entry's record, then keep the live ones.
         let mut live = std::mem::take(&mut self.gc_scratch);
         live.clear();
-        live.extend(summary.iter().map(|&id| {
-            let chunk = self.chunks.get(id);
-            (id, chunk.extent, chunk.refs)
-        }));
+        self.chunks.gather(&summary, &mut live);
         live.retain(|&(_, extent, refs)| refs > 0 && extent.block == victim);
         // An id freed and reused within the block appears twice in its
         // summary; both entries now name the same chunk. In offset order
@@ -1063,10 +1069,7 @@ impl Drive {
         live.sort_unstable_by_key(|&(_, extent, _)| extent.offset);
         live.dedup_by_key(|&mut (id, _, _)| id);
         let mut pages = Vec::new();
-        for &(_, extent, _) in &live {
-            self.space.nand_pages(&self.nand, extent, &mut pages);
-        }
-        pages.dedup();
+        self.space.nand_pages_in_order(&self.nand, live.iter().map(|&(_, extent, _)| extent), &mut pages);
         for &(block, _) in &pages {
             self.nand.journal_read(BlockId(block));
         }

@@ -7,7 +7,7 @@
 
 use crate::config::{Geometry, Media};
 use crate::error::NandError;
-use crate::units::{BlockId, DieId};
+use crate::units::{BlockId, DieId, Divisor};
 
 /// Physical state of one erase block.
 #[derive(Clone, Debug, Default)]
@@ -50,6 +50,8 @@ pub enum NandOp {
 #[derive(Clone, Debug)]
 pub struct NandArray {
     geometry: Geometry,
+    /// `geometry.blocks_per_die`, for [`NandArray::die_of`].
+    blocks_per_die: Divisor,
     keep_data: bool,
     blocks: Vec<Block>,
     counters: NandCounters,
@@ -64,6 +66,7 @@ impl NandArray {
     pub fn new(geometry: &Geometry, media: Media) -> Self {
         NandArray {
             geometry: geometry.clone(),
+            blocks_per_die: Divisor::new(geometry.blocks_per_die).expect("validated blocks per die"),
             keep_data: media == Media::Memory,
             blocks: vec![Block::default(); geometry.total_blocks() as usize],
             counters: NandCounters::default(),
@@ -95,7 +98,7 @@ impl NandArray {
 
     /// The die a block sits on.
     pub fn die_of(&self, block: BlockId) -> DieId {
-        DieId(block.0 / self.geometry.blocks_per_die)
+        DieId(block.0 / self.blocks_per_die)
     }
 
     /// Heap bytes held: `(block records, stored page bytes)`.

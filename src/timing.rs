@@ -112,6 +112,24 @@ pub fn transfer_ns(bytes: u64, rate: u64) -> u64 {
     }
 }
 
+/// The transfer time last computed at one fixed rate, so repeats of the
+/// same size (a page, a host write) skip the division. Zero bytes take
+/// zero time, so the empty memo is valid.
+#[derive(Clone, Copy, Debug, Default)]
+struct TransferMemo {
+    bytes: u64,
+    ns: u64,
+}
+
+impl TransferMemo {
+    fn ns(&mut self, bytes: u64, rate: u64) -> u64 {
+        if bytes != self.bytes {
+            *self = TransferMemo { bytes, ns: transfer_ns(bytes, rate) };
+        }
+        self.ns
+    }
+}
+
 /// Whose work a NAND operation is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Work {
@@ -141,6 +159,9 @@ pub struct Timeline {
     firmware: SimTime,
     link: SimTime,
     throttle: SimTime,
+    /// Channel transfer times (derived, not saved).
+    #[serde(skip)]
+    channel_xfer: TransferMemo,
 }
 
 impl Timeline {
@@ -155,6 +176,7 @@ impl Timeline {
             firmware: SimTime::ZERO,
             link: SimTime::ZERO,
             throttle: SimTime::ZERO,
+            channel_xfer: TransferMemo::default(),
         }
     }
 
@@ -166,7 +188,12 @@ impl Timeline {
     /// Dies are numbered across channels first: die d sits on channel
     /// d mod channels, so consecutive dies use different channels.
     fn channel_of(&self, die: u32) -> usize {
-        (die as usize) % self.channels.len()
+        let n = self.channels.len();
+        if n.is_power_of_two() {
+            die as usize & (n - 1)
+        } else {
+            die as usize % n
+        }
     }
 
     fn occupy(clock: &mut SimTime, ready: SimTime, cost: u64) -> SimTime {
@@ -186,7 +213,7 @@ impl Timeline {
     /// Moves `bytes` over `die`'s channel, host transfers ahead of
     /// background ones as on the dies.
     fn on_channel(&mut self, die: u32, ready: SimTime, bytes: u64, work: Work) -> SimTime {
-        let xfer = transfer_ns(bytes, self.params.channel_bytes_per_sec);
+        let xfer = self.channel_xfer.ns(bytes, self.params.channel_bytes_per_sec);
         let ch = self.channel_of(die);
         Self::schedule(&mut self.channels[ch], self.params.gc_lag_ns, ready, xfer, work)
     }

@@ -42,6 +42,70 @@ pub struct BlockId(pub u32);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct DieId(pub u32);
 
+/// Division by a divisor fixed at setup, without a `div` instruction: a
+/// shift when the divisor is a power of two, otherwise a multiply by its
+/// rounded-up reciprocal, `ceil(2^64 / d)`, which is exact for every `u32`
+/// dividend (Lemire, Kaser and Kurz, "Faster remainder by direct
+/// computation", 2019). Hot paths divide by page and die sizes. Serialized
+/// as the divisor itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "u32", into = "u32")]
+pub struct Divisor {
+    d: u32,
+    shift: u32,
+    /// The reciprocal, or 0 when `d` is a power of two.
+    m: u64,
+}
+
+impl Divisor {
+    /// Division by `d`; `None` for zero.
+    pub fn new(d: u32) -> Option<Self> {
+        match d {
+            0 => None,
+            _ if d.is_power_of_two() => Some(Divisor { d, shift: d.trailing_zeros(), m: 0 }),
+            _ => Some(Divisor { d, shift: 0, m: u64::MAX / u64::from(d) + 1 }),
+        }
+    }
+
+    /// The divisor.
+    pub fn get(self) -> u32 {
+        self.d
+    }
+}
+
+impl std::ops::Div<Divisor> for u32 {
+    type Output = u32;
+    #[inline]
+    fn div(self, d: Divisor) -> u32 {
+        if d.m == 0 {
+            self >> d.shift
+        } else {
+            ((u128::from(d.m) * u128::from(self)) >> 64) as u32
+        }
+    }
+}
+
+impl std::ops::Rem<Divisor> for u32 {
+    type Output = u32;
+    #[inline]
+    fn rem(self, d: Divisor) -> u32 {
+        self - self / d * d.d
+    }
+}
+
+impl TryFrom<u32> for Divisor {
+    type Error = &'static str;
+    fn try_from(d: u32) -> Result<Self, Self::Error> {
+        Divisor::new(d).ok_or("a divisor must not be zero")
+    }
+}
+
+impl From<Divisor> for u32 {
+    fn from(d: Divisor) -> u32 {
+        d.d
+    }
+}
+
 /// A stored chunk (one unit's content, possibly shared by several LPNs).
 ///
 /// Stored as index + 1 so `Option<ChunkId>` costs 4 bytes in the map.
@@ -177,6 +241,30 @@ impl fmt::Display for ByteSize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn check_divisor(d: u32, n: u32) {
+        let div = Divisor::new(d).unwrap();
+        assert_eq!((n / div, n % div), (n / d, n % d), "{n} / {d}");
+    }
+
+    #[test]
+    fn divisor_matches_division_at_the_edges() {
+        assert_eq!(Divisor::new(0), None);
+        for d in
+            [1, 2, 3, 5, 7, 73, 512, 1536, 4095, 4096, 8192, 12_345, 1 << 31, (1 << 31) + 1, u32::MAX - 1, u32::MAX]
+        {
+            for n in [0, 1, d - 1, d, d.saturating_add(1), d.saturating_mul(3), u32::MAX - 1, u32::MAX] {
+                check_divisor(d, n);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn divisor_matches_division(d in 1u32.., n: u32) {
+            check_divisor(d, n);
+        }
+    }
 
     #[test]
     fn sizes_parse_si_iec_and_fio_style() {

@@ -114,6 +114,13 @@ impl GreedyIndex {
         }
     }
 
+    /// Loads `block`'s slot and entry (into cache, ahead of an update):
+    /// its live bytes when indexed, else 0.
+    pub fn peek(&self, block: u32) -> u32 {
+        let (b, pos) = self.slot[block as usize];
+        self.buckets.get(b as usize).and_then(|bucket| bucket.get(pos as usize)).map_or(0, |e| e.live)
+    }
+
     /// Takes `block` out of the index.
     pub fn remove(&mut self, block: u32) {
         self.take(block);

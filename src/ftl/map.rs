@@ -17,7 +17,9 @@ pub struct L2pMap {
 impl L2pMap {
     /// A map of `units` unmapped entries.
     pub fn new(units: u64) -> Self {
-        L2pMap { entries: vec![None; units as usize] }
+        let entries = vec![None; units as usize];
+        crate::ftl::huge_pages::advise(&entries);
+        L2pMap { entries }
     }
 
     /// Units the map covers.

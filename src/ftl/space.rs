@@ -24,7 +24,7 @@ use crate::error::{DriveError, NandError};
 use crate::ftl::greedy::GreedyIndex;
 use crate::ftl::victim::BlockView;
 use crate::nand::NandArray;
-use crate::units::{BlockId, ChunkId};
+use crate::units::{BlockId, ChunkId, Divisor};
 
 /// Life-cycle state of a block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,9 +72,9 @@ pub struct SpaceCounters {
 /// Block states, free lists and open blocks of the whole array.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Space {
-    page_bytes: u32,
+    page_bytes: Divisor,
     block_bytes: u32,
-    blocks_per_die: u32,
+    blocks_per_die: Divisor,
     keep_data: bool,
     meta: Vec<BlockMeta>,
     free: Vec<VecDeque<BlockId>>,
@@ -109,9 +109,9 @@ impl Space {
             })
             .collect();
         Space {
-            page_bytes: geometry.page_bytes,
+            page_bytes: Divisor::new(geometry.page_bytes).expect("validated page size"),
             block_bytes: geometry.block_bytes() as u32,
-            blocks_per_die: geometry.blocks_per_die,
+            blocks_per_die: Divisor::new(geometry.blocks_per_die).expect("validated blocks per die"),
             keep_data,
             meta: vec![meta; geometry.total_blocks() as usize],
             free,
@@ -142,6 +142,12 @@ impl Space {
     /// Live bytes in `block`.
     pub fn live_bytes(&self, block: BlockId) -> u32 {
         self.meta[block.0 as usize].live_bytes
+    }
+
+    /// Loads what invalidating bytes of `block` updates (its record and
+    /// greedy index entry) into cache; returns a value to keep the loads.
+    pub fn warm(&self, block: BlockId) -> u32 {
+        self.meta[block.0 as usize].live_bytes.wrapping_add(self.greedy.peek(block.0))
     }
 
     /// Chunk ids appended to `block` since its last erase.
@@ -202,7 +208,7 @@ impl Space {
             if self.ensure_room(nand, die, len)? {
                 return self.append_at(nand, die, chunk, len, data, now);
             }
-            self.cursor = (die + 1) % dies;
+            self.cursor = if die + 1 == dies { 0 } else { die + 1 };
         }
         Err(DriveError::NoSpace(format!("no die has room for a {len}-byte chunk ({} free blocks)", self.free_count)))
     }
@@ -223,7 +229,7 @@ impl Space {
         let m = &mut self.meta[block.0 as usize];
         debug_assert_eq!(m.state, BlockState::Free, "opened block must be free");
         m.state = BlockState::Open;
-        let page_buf = if self.keep_data { Vec::with_capacity(self.page_bytes as usize) } else { Vec::new() };
+        let page_buf = if self.keep_data { Vec::with_capacity(self.page_bytes.get() as usize) } else { Vec::new() };
         self.open[die] = Some(OpenBlock { block, write_point: 0, page_buf });
         Ok(true)
     }
@@ -237,28 +243,28 @@ impl Space {
         data: Option<&[u8]>,
         now: u64,
     ) -> Result<Extent, DriveError> {
-        let page_bytes = self.page_bytes;
+        let page = self.page_bytes;
         let open = self.open[die].as_mut().expect("ensure_room opened a block");
         let block = open.block;
         let offset = open.write_point;
+        let end = offset + len;
+        // Pages `first..last` fill up with this chunk: program them.
+        let (first, last) = (offset / page, end / page);
         let mut rest = data.unwrap_or(&[]);
         let mut pos = offset;
-        let end = offset + len;
-        let mut programmed = false;
-        while pos < end {
-            let page_end = (pos / page_bytes + 1) * page_bytes;
-            let step = page_end.min(end) - pos;
+        for p in first..last {
+            let page_end = (p + 1) * page.get();
             if self.keep_data {
-                let (now_part, later) = rest.split_at(step as usize);
+                let (now_part, later) = rest.split_at((page_end - pos) as usize);
                 open.page_buf.extend_from_slice(now_part);
                 rest = later;
             }
-            pos += step;
-            if pos == page_end {
-                nand.program(block, pos / page_bytes - 1, &open.page_buf)?;
-                open.page_buf.clear();
-                programmed = true;
-            }
+            pos = page_end;
+            nand.program(block, p, &open.page_buf)?;
+            open.page_buf.clear();
+        }
+        if self.keep_data {
+            open.page_buf.extend_from_slice(rest);
         }
         open.write_point = end;
         let m = &mut self.meta[block.0 as usize];
@@ -269,8 +275,8 @@ impl Space {
         if end == self.block_bytes {
             self.seal(nand, die)?;
         }
-        if programmed {
-            self.cursor = (die + 1) % self.open.len();
+        if last > first {
+            self.cursor = if die + 1 == self.open.len() { 0 } else { die + 1 };
         }
         Ok(Extent { block, offset, len })
     }
@@ -281,16 +287,17 @@ impl Space {
         let Some(mut open) = self.open[die].take() else {
             return Ok(());
         };
-        let in_page = open.write_point % self.page_bytes;
+        let page = self.page_bytes;
+        let in_page = open.write_point % page;
         if in_page != 0 {
             if self.keep_data {
-                open.page_buf.resize(self.page_bytes as usize, 0);
+                open.page_buf.resize(page.get() as usize, 0);
             }
-            nand.program(open.block, open.write_point / self.page_bytes, &open.page_buf)?;
-            self.counters.padding_bytes += u64::from(self.page_bytes - in_page);
+            nand.program(open.block, open.write_point / page, &open.page_buf)?;
+            self.counters.padding_bytes += u64::from(page.get() - in_page);
         }
-        let unwritten_pages = (self.block_bytes - open.write_point) / self.page_bytes;
-        self.counters.padding_bytes += u64::from(unwritten_pages * self.page_bytes);
+        let unwritten_pages = (self.block_bytes - open.write_point) / page;
+        self.counters.padding_bytes += u64::from(unwritten_pages * page.get());
         self.seal_seq += 1;
         let m = &mut self.meta[open.block.0 as usize];
         // A sealed block's summary only shrinks (on erase): drop the slack
@@ -344,8 +351,8 @@ impl Space {
         let end = extent.offset + extent.len;
         while pos < end {
             let page = pos / self.page_bytes;
-            let page_start = page * self.page_bytes;
-            let take_end = (page_start + self.page_bytes).min(end);
+            let page_start = page * self.page_bytes.get();
+            let take_end = (page_start + self.page_bytes.get()).min(end);
             let (from, to) = ((pos - page_start) as usize, (take_end - page_start) as usize);
             if page < programmed {
                 if let Some(bytes) = nand.page(extent.block, page)? {
@@ -365,8 +372,27 @@ impl Space {
     /// page buffer cost none), pushed as `(block, page)` pairs.
     pub fn nand_pages(&self, nand: &NandArray, extent: Extent, out: &mut Vec<(u32, u32)>) {
         let (first, last) = extent.pages(self.page_bytes);
-        let programmed = nand.programmed_pages(extent.block);
-        out.extend((first..=last).filter(|p| *p < programmed).map(|p| (extent.block.0, p)));
+        let end = (last + 1).min(nand.programmed_pages(extent.block));
+        out.extend((first..end).map(|p| (extent.block.0, p)));
+    }
+
+    /// Pages of NAND that reads of all of `extents` must sense, each once,
+    /// pushed in page order as `(block, page)` pairs: [`Space::nand_pages`]
+    /// of each, without repeats, for extents of one block in offset order
+    /// (a GC victim's live chunks).
+    pub fn nand_pages_in_order(
+        &self,
+        nand: &NandArray,
+        extents: impl Iterator<Item = Extent>,
+        out: &mut Vec<(u32, u32)>,
+    ) {
+        let mut next = 0;
+        for extent in extents {
+            let (first, last) = extent.pages(self.page_bytes);
+            let end = (last + 1).min(nand.programmed_pages(extent.block));
+            out.extend((first.max(next)..end).map(|p| (extent.block.0, p)));
+            next = next.max(last + 1);
+        }
     }
 
     /// Takes the summary of a sealed victim out for GC.
