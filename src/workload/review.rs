@@ -5,7 +5,6 @@
 
 use serde::Serialize;
 
-use crate::config::DriveConfig;
 use crate::controller::Drive;
 use crate::fio::{Distribution, Rw};
 use crate::host::BlockDevice;
@@ -202,20 +201,27 @@ pub fn hdtach_isolated(
     let read = sweep(drive, Rw::Read, request, zones, data, unit_seed(seed, 1), &mut |f| progress(f / 2.0))?;
     static SWEEPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = SWEEPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let path = std::env::temp_dir().join(format!("duraflash-sweep-{}-{n}.img", std::process::id()));
-    if let Err(e) = drive.save(&path) {
-        let _ = std::fs::remove_file(&path);
-        return Err(format!("saving the drive before the write sweep: {e}"));
-    }
+    let image = TempImage(std::env::temp_dir().join(format!("duraflash-sweep-{}-{n}.img", std::process::id())));
+    drive.save(&image.0).map_err(|e| format!("saving the drive before the write sweep: {e}"))?;
     let write = sweep(drive, Rw::Write, request, zones, data, unit_seed(seed, 2), &mut |f| progress(0.5 + f / 2.0));
     // Free the swept state before loading the saved one, so the two are
-    // never in memory together.
-    let placeholder = DriveConfig::preset("sf2281-240g").and_then(|c| c.scaled(64 << 20)).map_err(|e| e.to_string())?;
-    *drive = Drive::new(placeholder).map_err(|e| e.to_string())?;
-    *drive = Drive::load(&path)
-        .map_err(|e| format!("restoring the drive after the write sweep from {}: {e}", path.display()))?;
-    let _ = std::fs::remove_file(&path);
+    // never in memory together. A fresh drive of the same config holds
+    // only its per-block records: its map and chunk tables stay unbacked
+    // until written.
+    *drive = Drive::new(drive.config().clone()).map_err(|e| e.to_string())?;
+    *drive = Drive::load(&image.0)
+        .map_err(|e| format!("restoring the drive after the write sweep from {}: {e}", image.0.display()))?;
     Ok(HdTach { read, write: write? })
+}
+
+/// A temporary image file, removed when dropped, whichever way the
+/// isolated sweep returns.
+struct TempImage(std::path::PathBuf);
+
+impl Drop for TempImage {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// ATTO at one transfer size.
