@@ -558,8 +558,7 @@ impl Drive {
         if units.is_empty() {
             return Ok(());
         }
-        let overlap = self.encoder.compression || self.encoder.fingerprint;
-        if overlap && units.len() > COMMIT_SLICE_MIN_UNITS && rayon::current_thread_index().is_none() {
+        if self.encoder.has_work() && units.len() > COMMIT_SLICE_MIN_UNITS && rayon::current_thread_index().is_none() {
             return rayon::scope(|_| self.commit_slices(units));
         }
         self.commit_slices(units)
@@ -568,7 +567,7 @@ impl Drive {
     /// [`Drive::commit`]'s body, on whatever thread calls it.
     fn commit_slices(&mut self, units: &[(usize, Lpn, &[u8])]) -> Result<(), DriveError> {
         let encoder = self.encoder;
-        let overlap = encoder.compression || encoder.fingerprint;
+        let overlap = encoder.has_work();
         let (mut cur, mut next) = (std::mem::take(&mut self.batch), std::mem::take(&mut self.next_batch));
         let slice_units = units.len().div_ceil(COMMIT_SLICES).clamp(COMMIT_SLICE_MIN_UNITS, COMMIT_SLICE_UNITS);
         let slices: Vec<&[(usize, Lpn, &[u8])]> = units.chunks(slice_units).collect();

@@ -64,6 +64,12 @@ impl EncodedBatch {
 }
 
 impl Encoder {
+    /// Whether encoding does anything (compression or fingerprints), so
+    /// it is worth running beside the in-order half.
+    pub fn has_work(&self) -> bool {
+        self.compression || self.fingerprint
+    }
+
     /// Encodes `units` (each exactly `unit_bytes` long) into `out`.
     pub fn encode(&self, units: &[&[u8]], out: &mut EncodedBatch) {
         let stride = if self.compression { lz4_flex::block::get_maximum_output_size(self.unit_bytes) } else { 0 };

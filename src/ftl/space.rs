@@ -185,6 +185,15 @@ impl Space {
         })
     }
 
+    /// The die after `die`, round robin (without a division).
+    fn next_die(&self, die: usize) -> usize {
+        if die + 1 == self.open.len() {
+            0
+        } else {
+            die + 1
+        }
+    }
+
     fn open_of(&self, block: BlockId) -> Option<&OpenBlock> {
         let die = (block.0 / self.blocks_per_die) as usize;
         self.open[die].as_ref().filter(|o| o.block == block)
@@ -208,7 +217,7 @@ impl Space {
             if self.ensure_room(nand, die, len)? {
                 return self.append_at(nand, die, chunk, len, data, now);
             }
-            self.cursor = if die + 1 == dies { 0 } else { die + 1 };
+            self.cursor = self.next_die(die);
         }
         Err(DriveError::NoSpace(format!("no die has room for a {len}-byte chunk ({} free blocks)", self.free_count)))
     }
@@ -276,7 +285,7 @@ impl Space {
             self.seal(nand, die)?;
         }
         if last > first {
-            self.cursor = if die + 1 == self.open.len() { 0 } else { die + 1 };
+            self.cursor = self.next_die(die);
         }
         Ok(Extent { block, offset, len })
     }
@@ -371,9 +380,7 @@ impl Space {
     /// Pages of NAND that a read of `extent` must sense (pages still in the
     /// page buffer cost none), pushed as `(block, page)` pairs.
     pub fn nand_pages(&self, nand: &NandArray, extent: Extent, out: &mut Vec<(u32, u32)>) {
-        let (first, last) = extent.pages(self.page_bytes);
-        let end = (last + 1).min(nand.programmed_pages(extent.block));
-        out.extend((first..end).map(|p| (extent.block.0, p)));
+        self.nand_pages_in_order(nand, std::iter::once(extent), out);
     }
 
     /// Pages of NAND that reads of all of `extents` must sense, each once,
