@@ -8,42 +8,18 @@
 //! same units (sequential, wrapping, so GC erases emptied blocks without
 //! relocating anything: this measures the pipeline, not GC). The ratio of
 //! their throughputs is the overhead of everything else in the write path.
+//! Criterion measures one function after another, so on a machine whose
+//! speed drifts, a ratio of two of its figures mixes two moments:
+//! `cargo bench --bench pipeline_ratio` measures the ratios interleaved.
 
+mod common;
+
+use common::{raw, units, Wrapping, BATCH_UNITS, UNIT};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use duraflash::content::Content;
 use duraflash::corpus::{self, Corpus};
 use duraflash::pattern::{DataSpec, PatternGen};
-use duraflash::{Drive, DriveConfig, Lba, Media};
-
-const UNIT: usize = 4096;
-const BATCH_UNITS: usize = 1024;
-const CAPACITY: u64 = 1 << 30;
-
-fn units(gen: &mut dyn Content) -> Vec<u8> {
-    let mut buf = vec![0u8; UNIT * BATCH_UNITS];
-    gen.fill(Lba(0), &mut buf);
-    buf
-}
-
-/// lz4 and blake3 of each unit on one thread; with `stored`, the hash is
-/// of the stored form (the compressed bytes when they are smaller), as the
-/// drive's fingerprint is.
-fn raw(buf: &[u8], stored: bool) -> usize {
-    let mut out = vec![0u8; lz4_flex::block::get_maximum_output_size(UNIT)];
-    let mut total = 0;
-    for unit in buf.chunks(UNIT) {
-        let n = lz4_flex::block::compress_into(unit, &mut out).expect("sized by get_maximum_output_size");
-        let hashed = if stored && n < UNIT { &out[..n] } else { unit };
-        total += n + blake3::hash(hashed).as_bytes()[0] as usize;
-    }
-    total
-}
-
-fn drive(media: Media) -> Drive {
-    let mut cfg = DriveConfig::preset("sf2281-240g").unwrap().scaled(CAPACITY).unwrap();
-    cfg.media = media;
-    Drive::new(cfg).unwrap()
-}
+use duraflash::Media;
 
 fn bench(c: &mut Criterion) {
     // With one thread the bench thread itself is the pool, so the drive
@@ -78,23 +54,9 @@ fn bench(c: &mut Criterion) {
         });
         for (threads, pool) in &pools {
             for (media_name, media) in [("metadata-only", Media::MetadataOnly), ("memory", Media::Memory)] {
-                let mut d = drive(media);
-                let sectors = d.capacity_sectors();
-                let mut next = 0u64;
+                let mut d = Wrapping::new(media);
                 group.bench_function(format!("drive_{threads}t_{media_name}"), |b| {
-                    b.iter_batched(
-                        || units(gen.as_mut()),
-                        |buf| {
-                            let reqs: Vec<(Lba, &[u8])> = buf
-                                .chunks(UNIT)
-                                .enumerate()
-                                .map(|(i, u)| (Lba((next + i as u64 * 8) % sectors), u))
-                                .collect();
-                            pool.install(|| d.write_batch(&reqs)).unwrap();
-                            next = (next + BATCH_UNITS as u64 * 8) % sectors;
-                        },
-                        BatchSize::LargeInput,
-                    )
+                    b.iter_batched(|| units(gen.as_mut()), |buf| pool.install(|| d.write(&buf)), BatchSize::LargeInput)
                 });
             }
         }
