@@ -1394,7 +1394,7 @@ pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
         };
         let cfg = preset
             .scaled(bytes)
-            .and_then(|c| c.with_op(args.op))
+            .and_then(|c| c.with_exact_op(args.op))
             .map_err(|e| Failure::Usage(format!("--sizes {s} with --op {}: {e}", args.op)))?;
         sizes.push(cfg);
     }
@@ -1404,8 +1404,8 @@ pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
     let spec = BenchSpec { precondition: args.precondition, measure: args.measure, seed: args.seed };
     let mut points = Vec::new();
     let mut summary = format!(
-        "{:>10} {:>13} {:>6} {:>10} {:>10} {:>8} {:>8} {:>9} {:>8} {:>8}\n",
-        "capacity", "mode", "WAF", "M w/CPU-s", "M w/s", "ns/write", "ns/chunk", "B/unit", "RSS MB", "CPU-s"
+        "{:>10} {:>13} {:>6} {:>6} {:>10} {:>10} {:>8} {:>8} {:>9} {:>8} {:>8}\n",
+        "capacity", "mode", "OP %", "WAF", "M w/CPU-s", "M w/s", "ns/write", "ns/chunk", "B/unit", "RSS MB", "CPU-s"
     );
     for cfg in &sizes {
         for &mode in &args.modes {
@@ -1415,9 +1415,10 @@ pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
             })
             .map_err(Failure::Run)?;
             let line = format!(
-                "{:>10} {:>13} {:>6.3} {:>10.2} {:>10.2} {:>8.0} {:>8.0} {:>9.1} {:>8} {:>8.2}\n",
+                "{:>10} {:>13} {:>6.2} {:>6.3} {:>10.2} {:>10.2} {:>8.0} {:>8.0} {:>9.1} {:>8} {:>8.2}\n",
                 duraflash::units::ByteSize(p.capacity_bytes).to_string(),
                 mode.to_string(),
+                p.op * 100.0,
                 p.waf,
                 p.speed.writes_per_cpu_sec / 1e6,
                 p.speed.writes_per_sec / 1e6,

@@ -405,6 +405,26 @@ impl DriveConfig {
         self.sized_for_op(op, f64::ceil)
     }
 
+    /// This config with over-provisioning exactly `op` (to a unit): blocks
+    /// per die nearest to `op` as [`DriveConfig::scaled`] picks them, then
+    /// the logical capacity moved to whole units so that the data blocks
+    /// hold `1 + op` times it. A scale model's whole blocks per die step
+    /// the OP coarsely (at 1 GiB the nearest step of the sf2281 is 12 %,
+    /// not 7 %), so comparing drive sizes at one OP needs the capacity to
+    /// give way instead; at full size it moves by well under 0.1 %.
+    pub fn with_exact_op(&self, op: f64) -> Result<Self, ConfigError> {
+        let mut cfg = self.sized_for_op(op, f64::round).or_else(|_| self.sized_for_op(op, f64::ceil))?;
+        let unit = u64::from(cfg.unit_bytes);
+        let data = cfg.geometry.physical_bytes() - u64::from(cfg.reserve_blocks()) * cfg.geometry.block_bytes();
+        let units = (data as f64 / (1.0 + op) / unit as f64).floor() as u64;
+        if units == 0 {
+            return Err(ConfigError::invalid("op", format!("{op} leaves no room for a unit")));
+        }
+        cfg.logical_bytes = units * unit;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
     fn sized_for_op(&self, op: f64, round: fn(f64) -> f64) -> Result<Self, ConfigError> {
         if !(op > 0.0 && op <= 10.0) {
             return Err(ConfigError::invalid("op", format!("{op} is outside (0, 10]")));
@@ -604,6 +624,24 @@ mod tests {
         assert!(c.data_op() >= 0.2 && c.data_op() < 0.2 + 0.05, "{}", c.data_op());
         assert!(sf.with_op(0.0).is_err());
         assert!(sf.with_op(-1.0).is_err());
+    }
+
+    #[test]
+    fn exact_op_moves_the_capacity_instead_of_the_op() {
+        let sf = DriveConfig::preset("sf2281-240g").unwrap();
+        for size in [1u64 << 30, 4 << 30, 16 << 30, sf.logical_bytes] {
+            let scaled = sf.scaled(size).unwrap();
+            let c = scaled.with_exact_op(0.07).unwrap();
+            let unit_step = f64::from(c.unit_bytes) * 1.07 / c.logical_bytes as f64;
+            assert!((c.data_op() - 0.07).abs() <= unit_step, "{size}: op {}", c.data_op());
+            let moved = (c.logical_bytes as f64 / size as f64 - 1.0).abs();
+            assert!(moved < if size >= 16 << 30 { 0.01 } else { 0.1 }, "{size}: capacity moved {moved}");
+        }
+        assert!(
+            (sf.scaled(1 << 30).unwrap().with_op(0.07).unwrap().data_op() - 0.07).abs() > 0.03,
+            "the step this fixes"
+        );
+        assert!(sf.with_exact_op(0.0).is_err());
     }
 
     #[test]

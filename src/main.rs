@@ -211,13 +211,14 @@ struct BenchArgs {
     /// Built-in drive preset.
     #[arg(long, default_value = "sf2281-240g")]
     preset: String,
-    /// Drive capacities to measure (comma-separated sizes, or 'full' for the preset's).
+    /// Drive capacities to measure (comma-separated sizes, or 'full' for the preset's); each
+    /// moves to the nearest whole unit that gives exactly --op with whole blocks per die.
     #[arg(long, value_delimiter = ',', default_value = "4GiB")]
     sizes: Vec<String>,
     /// Modes: content-free, content, retained.
     #[arg(long, value_delimiter = ',', value_enum, default_value = "content-free,content,retained")]
     modes: Vec<duraflash::workload::bench::Mode>,
-    /// Over-provisioning of the data blocks.
+    /// Over-provisioning of the data blocks, the same at every size.
     #[arg(long, default_value_t = 0.07)]
     op: f64,
     /// Random-write drive-writes before the measured phase.

@@ -218,3 +218,30 @@ fn run_refuses_bad_job_files_with_exit_2() {
         let _ = std::fs::remove_file(&path);
     }
 }
+
+#[test]
+fn bench_runs_every_size_at_the_same_op() {
+    let (v, _) = json(&[
+        "bench",
+        "--sizes",
+        "1GiB,4GiB",
+        "--modes",
+        "content-free",
+        "--precondition",
+        "0.2",
+        "--measure",
+        "0.2",
+        "--json",
+        "-",
+    ]);
+    let points = array_at(&v, "/points");
+    assert_eq!(points.len(), 2);
+    for (p, size) in points.iter().zip([1u64 << 30, 4 << 30]) {
+        let op = f64_at(p, "/op");
+        assert!((op - 0.07).abs() < 1e-4, "{size}: OP {op}, not the 7 % asked for");
+        let capacity = u64_at(p, "/capacity_bytes") as f64;
+        assert!((capacity / size as f64 - 1.0).abs() < 0.05, "{size}: capacity {capacity} moved too far");
+        assert!(f64_at(p, "/waf") > 1.0 && f64_at(p, "/speed/host_writes") > 0.0);
+    }
+    usage_error(&["bench", "--sizes", "1GiB", "--op", "0"], &["--op"]);
+}
