@@ -116,13 +116,22 @@ impl ChunkId {
     /// The chunk at table index `index`; `None` when the index cannot be
     /// represented (more than `u32::MAX - 1` chunks).
     pub fn from_index(index: usize) -> Option<Self> {
-        let raw = u32::try_from(index).ok()?.checked_add(1)?;
-        NonZeroU32::new(raw).map(ChunkId)
+        Self::from_raw(u32::try_from(index).ok()?.checked_add(1)?)
     }
 
     /// Position of this chunk in the chunk table.
     pub fn index(self) -> usize {
         (self.0.get() - 1) as usize
+    }
+
+    /// The stored form: index + 1, never 0.
+    pub fn raw(self) -> u32 {
+        self.0.get()
+    }
+
+    /// The chunk whose [`ChunkId::raw`] is `raw`; `None` for 0.
+    pub fn from_raw(raw: u32) -> Option<Self> {
+        NonZeroU32::new(raw).map(ChunkId)
     }
 }
 

@@ -296,8 +296,7 @@ impl ChunkStore {
             return Ok(());
         }
         let lost = (0..self.records.len()).into_par_iter().find_first(|&i| {
-            let id = ChunkId::from_index(i);
-            self.records[i].refs > 0 && id.and_then(|id| self.find(&self.fingerprints[id.index()])) != id
+            self.records[i].refs > 0 && self.fingerprints.get(i).and_then(|fp| self.find(fp)) != ChunkId::from_index(i)
         });
         match lost {
             Some(i) => Err(format!("chunk {i} is live but the dedup index does not find it")),
