@@ -105,8 +105,10 @@ pub struct ChunkStore {
     /// Whether chunks are entered in the index (dedup on).
     dedup: bool,
     packing: Packing,
+    #[serde(deserialize_with = "crate::ftl::huge_pages::deserialize_vec")]
     records: Vec<Record>,
     /// Fingerprint of each record's content; empty without dedup.
+    #[serde(deserialize_with = "crate::ftl::huge_pages::deserialize_vec")]
     fingerprints: Vec<Fingerprint>,
     free: Vec<ChunkId>,
     index: FlatIndex,
@@ -356,6 +358,7 @@ impl ChunkStore {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 struct FlatIndex {
     /// Power-of-two sized.
+    #[serde(deserialize_with = "crate::ftl::huge_pages::deserialize_vec")]
     slots: Vec<u32>,
     /// Occupied slots. Invariant: len <= 3/4 of slots.len().
     len: usize,

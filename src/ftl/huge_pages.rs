@@ -1,5 +1,6 @@
 //! Transparent huge pages for the large tables read at random (the logical
-//! map and the chunk records). With 4 KiB pages nearly every access to
+//! map, the chunk records and fingerprints, the dedup index), also when
+//! they are read back from an image. With 4 KiB pages nearly every access to
 //! them is also a TLB miss, costly on its own and more so in a VM; 2 MiB
 //! pages remove most of those, which is much of why the simulation's cost
 //! per write grows with the drive. Advice only: where the kernel has no
@@ -27,4 +28,45 @@ pub fn advise<T>(v: &Vec<T>) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = v;
+}
+
+/// Deserializes a sequence into one buffer reserved at the length the input
+/// gives and advised for huge pages, mapping each element with `f`. (serde's
+/// own `Vec` reserves at most 1 MiB up front and grows by doubling, so a
+/// loaded table gets no advice.) A damaged length fails at the end of the
+/// input, not by reserving what the machine cannot give.
+pub fn deserialize_vec_with<'de, D, T, U>(d: D, f: fn(T) -> U) -> Result<Vec<U>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    struct Table<T, U>(fn(T) -> U);
+    impl<'de, T: serde::Deserialize<'de>, U> serde::de::Visitor<'de> for Table<T, U> {
+        type Value = Vec<U>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a sequence")
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<U>, A::Error> {
+            let mut out = Vec::new();
+            if out.try_reserve_exact(seq.size_hint().unwrap_or(0)).is_ok() {
+                advise(&out);
+            }
+            while let Some(e) = seq.next_element::<T>()? {
+                out.push((self.0)(e));
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_seq(Table(f))
+}
+
+/// [`deserialize_vec_with`] keeping each element as it is.
+pub fn deserialize_vec<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    deserialize_vec_with(d, std::convert::identity)
 }

@@ -62,10 +62,8 @@ impl L2pMap {
     }
 }
 
-/// The entries as a sequence of `Option<ChunkId>`, read into a buffer
-/// reserved once at the length the image gives, with huge pages.
+/// The entries as the sequence of `Option<ChunkId>` they stand for.
 mod entries {
-    use serde::de::{SeqAccess, Visitor};
     use serde::{Deserializer, Serializer};
 
     use crate::units::ChunkId;
@@ -75,28 +73,7 @@ mod entries {
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u32>, D::Error> {
-        struct Entries;
-        impl<'de> Visitor<'de> for Entries {
-            type Value = Vec<u32>;
-
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a sequence of map entries")
-            }
-
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u32>, A::Error> {
-                let mut entries = Vec::new();
-                // A damaged length fails here or at the end of the input,
-                // not by reserving what the machine cannot give.
-                if entries.try_reserve_exact(seq.size_hint().unwrap_or(0)).is_ok() {
-                    crate::ftl::huge_pages::advise(&entries);
-                }
-                while let Some(e) = seq.next_element::<Option<ChunkId>>()? {
-                    entries.push(e.map_or(0, ChunkId::raw));
-                }
-                Ok(entries)
-            }
-        }
-        d.deserialize_seq(Entries)
+        crate::ftl::huge_pages::deserialize_vec_with(d, |e: Option<ChunkId>| e.map_or(0, ChunkId::raw))
     }
 }
 
