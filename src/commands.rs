@@ -1401,7 +1401,12 @@ pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
     if !(args.measure.is_finite() && args.measure > 0.0) {
         return Err(Failure::Usage("--measure: must be a positive number of drive-writes".into()));
     }
-    let spec = BenchSpec { precondition: args.precondition, measure: args.measure, seed: args.seed };
+    let spec = BenchSpec {
+        precondition: args.precondition,
+        measure: args.measure,
+        min_measured_writes: args.min_writes,
+        seed: args.seed,
+    };
     let mut points = Vec::new();
     let mut summary = format!(
         "{:>10} {:>13} {:>6} {:>6} {:>10} {:>10} {:>8} {:>8} {:>9} {:>8} {:>8}\n",

@@ -231,6 +231,8 @@ fn bench_runs_every_size_at_the_same_op() {
         "0.2",
         "--measure",
         "0.2",
+        "--min-writes",
+        "0",
         "--json",
         "-",
     ]);
@@ -243,5 +245,21 @@ fn bench_runs_every_size_at_the_same_op() {
         assert!((capacity / size as f64 - 1.0).abs() < 0.05, "{size}: capacity {capacity} moved too far");
         assert!(f64_at(p, "/waf") > 1.0 && f64_at(p, "/speed/host_writes") > 0.0);
     }
+    // 0.2 drive-writes of 1 GiB are 52 K host writes; the floor lifts them.
+    let (v, _) = json(&[
+        "bench",
+        "--sizes",
+        "1GiB",
+        "--modes",
+        "content-free",
+        "--measure",
+        "0.2",
+        "--min-writes",
+        "300000",
+        "--json",
+        "-",
+    ]);
+    let measured = u64_at(&v, "/points/0/speed/host_writes");
+    assert!((300_000..310_000).contains(&measured), "{measured} host writes measured");
     usage_error(&["bench", "--sizes", "1GiB", "--op", "0"], &["--op"]);
 }
