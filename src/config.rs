@@ -373,9 +373,8 @@ impl DriveConfig {
             let scaled = (b as f64 * logical as f64 / self.logical_bytes as f64) as u64;
             scaled.div_ceil(page).max(1) * page
         });
-        // Nearest whole blocks per die keeps the ratio closest; a drive too
-        // small for that rounds up instead.
-        cfg.sized_for_op(op, f64::round).or_else(|_| cfg.sized_for_op(op, f64::ceil)).map_err(|e| match e {
+        // Nearest whole blocks per die keeps the ratio closest.
+        cfg.sized_nearest_op(op).map_err(|e| match e {
             ConfigError::Invalid { reason, .. } => ConfigError::invalid("capacity", reason),
             other => other,
         })
@@ -413,16 +412,21 @@ impl DriveConfig {
     /// not 7 %), so comparing drive sizes at one OP needs the capacity to
     /// give way instead; at full size it moves by well under 0.1 %.
     pub fn with_exact_op(&self, op: f64) -> Result<Self, ConfigError> {
-        let mut cfg = self.sized_for_op(op, f64::round).or_else(|_| self.sized_for_op(op, f64::ceil))?;
+        let mut cfg = self.sized_nearest_op(op)?;
         let unit = u64::from(cfg.unit_bytes);
-        let data = cfg.geometry.physical_bytes() - u64::from(cfg.reserve_blocks()) * cfg.geometry.block_bytes();
-        let units = (data as f64 / (1.0 + op) / unit as f64).floor() as u64;
+        let units = (cfg.data_bytes() as f64 / (1.0 + op) / unit as f64).floor() as u64;
         if units == 0 {
             return Err(ConfigError::invalid("op", format!("{op} leaves no room for a unit")));
         }
         cfg.logical_bytes = units * unit;
         cfg.validate()?;
         Ok(cfg)
+    }
+
+    /// Nearest whole blocks per die for `op`; a drive too small for that
+    /// rounds up instead.
+    fn sized_nearest_op(&self, op: f64) -> Result<Self, ConfigError> {
+        self.sized_for_op(op, f64::round).or_else(|_| self.sized_for_op(op, f64::ceil))
     }
 
     fn sized_for_op(&self, op: f64, round: fn(f64) -> f64) -> Result<Self, ConfigError> {
@@ -503,8 +507,12 @@ impl DriveConfig {
     /// Over-provisioning of the blocks that hold data (reserve excluded):
     /// the quantity the analytic WA models take.
     pub fn data_op(&self) -> f64 {
-        let data = self.geometry.physical_bytes() - u64::from(self.reserve_blocks()) * self.geometry.block_bytes();
-        (data as f64 - self.logical_bytes as f64) / self.logical_bytes as f64
+        (self.data_bytes() as f64 - self.logical_bytes as f64) / self.logical_bytes as f64
+    }
+
+    /// Bytes of the blocks that hold data: the array less the GC reserve.
+    fn data_bytes(&self) -> u64 {
+        self.geometry.physical_bytes().saturating_sub(u64::from(self.reserve_blocks()) * self.geometry.block_bytes())
     }
 
     /// Checks every field, naming the first that is wrong.

@@ -9,6 +9,8 @@ use duraflash::{Drive, DriveConfig, Lba, Media};
 pub const UNIT: usize = 4096;
 /// Units in one batch.
 pub const BATCH_UNITS: usize = 1024;
+/// 512-byte sectors in one unit.
+const UNIT_SECTORS: u64 = (UNIT / 512) as u64;
 /// Capacity of the drive written.
 const CAPACITY: u64 = 1 << 30;
 
@@ -38,26 +40,20 @@ pub fn raw(buf: &[u8], stored: bool) -> usize {
     total
 }
 
-/// A 1 GiB sf2281 drive keeping `media`.
-pub fn drive(media: Media) -> Drive {
-    let mut cfg = DriveConfig::preset("sf2281-240g").unwrap().scaled(CAPACITY).unwrap();
-    cfg.media = media;
-    Drive::new(cfg).unwrap()
-}
-
 /// A drive written sequentially, wrapping, one batch at a time (so GC
 /// erases emptied blocks without relocating anything: this measures the
 /// pipeline, not GC).
 pub struct Wrapping {
-    /// The drive.
-    pub drive: Drive,
+    drive: Drive,
     next: u64,
 }
 
 impl Wrapping {
-    /// A fresh drive keeping `media`.
+    /// A fresh 1 GiB sf2281 drive keeping `media`.
     pub fn new(media: Media) -> Self {
-        Wrapping { drive: drive(media), next: 0 }
+        let mut cfg = DriveConfig::preset("sf2281-240g").unwrap().scaled(CAPACITY).unwrap();
+        cfg.media = media;
+        Wrapping { drive: Drive::new(cfg).unwrap(), next: 0 }
     }
 
     /// Writes `buf`'s units at the next LBAs, on the calling thread's pool.
@@ -65,8 +61,8 @@ impl Wrapping {
         let sectors = self.drive.capacity_sectors();
         let next = self.next;
         let reqs: Vec<(Lba, &[u8])> =
-            buf.chunks(UNIT).enumerate().map(|(i, u)| (Lba((next + i as u64 * 8) % sectors), u)).collect();
+            buf.chunks(UNIT).enumerate().map(|(i, u)| (Lba((next + i as u64 * UNIT_SECTORS) % sectors), u)).collect();
         self.drive.write_batch(&reqs).unwrap();
-        self.next = (next + (buf.len() / UNIT) as u64 * 8) % sectors;
+        self.next = (next + (buf.len() / UNIT) as u64 * UNIT_SECTORS) % sectors;
     }
 }

@@ -398,7 +398,8 @@ impl FlatIndex {
         ChunkId::from_index((slot & self.id_mask()) as usize - 1).expect("a used slot holds an id")
     }
 
-    /// The slot a hash's probe starts at (0 while the table is empty).
+    /// What the slot a hash's probe starts at holds (0 while the table is
+    /// empty): the first load of a lookup, for warming.
     fn home_slot(&self, hash: u64) -> u32 {
         self.slots.get(hash as usize & self.slots.len().wrapping_sub(1)).copied().unwrap_or(0)
     }
