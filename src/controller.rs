@@ -1221,8 +1221,8 @@ impl Drive {
         w.section(*b"STAT", |o| json_section(o, &summary))?;
         w.section(*b"NAND", |o| self.nand.write_image(o))?;
         w.bincode_section(*b"SPAC", &self.space)?;
-        w.bincode_section(*b"CHNK", &self.chunks)?;
-        w.bincode_section(*b"MAP ", &self.map)?;
+        w.section(*b"CHNK", |o| self.chunks.write_image(o))?;
+        w.section(*b"MAP ", |o| self.map.write_image(o))?;
         let read_cache: Vec<(u32, u32, u32)> = self.read_cache.iter().copied().collect();
         w.bincode_section(
             *b"DRIV",
@@ -1242,8 +1242,8 @@ impl Drive {
         let geometry = config.geometry.clone();
         let nand = r.section(*b"NAND", |rd| NandArray::read_image(&geometry, config.media, rd))?;
         let space: Space = r.bincode_section(*b"SPAC")?;
-        let chunks: ChunkStore = r.bincode_section(*b"CHNK")?;
-        let map: L2pMap = r.bincode_section(*b"MAP ")?;
+        let chunks = r.section(*b"CHNK", ChunkStore::read_image)?;
+        let map = r.section(*b"MAP ", L2pMap::read_image)?;
         let (counters, clock, live_bytes, now, read_cache, map_cache, timeline): DriveSection =
             r.bincode_section(*b"DRIV")?;
         r.finish()?;

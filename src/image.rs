@@ -14,7 +14,10 @@
 //! page bytes for memory media), `SPAC` (block states, open blocks, free
 //! lists), `CHNK` (chunk table and dedup index), `MAP ` (the L2P map) and
 //! `DRIV` (counters, clocks, timing model, map cache, read buffer). Bodies
-//! other than JSON and NAND are bincode 1 (fixed-width integers).
+//! other than JSON and NAND are bincode 1 (fixed-width integers), except
+//! the large tables of `CHNK` and `MAP `: each is its item count (u64)
+//! and then its items as fixed-size little-endian records ([`Plain`]), so
+//! they move in bulk rather than field by field.
 //!
 //! Sections are streamed: the writer patches each header once its payload
 //! is written, the reader hashes while it decodes, so no section is held in
@@ -38,7 +41,9 @@ use crate::controller::Stats;
 pub const MAGIC: [u8; 8] = *b"DURAFLSH";
 /// The format version this build writes and reads.
 /// Version 3: fingerprints are of the stored (compressed) form.
-pub const VERSION: u32 = 3;
+/// Version 4: the chunk table, dedup index and map are tables of plain
+/// records (see the module docs), not bincode sequences.
+pub const VERSION: u32 = 4;
 /// Section tags of an image, in file order.
 pub const SECTIONS: [[u8; 4]; 7] = [*b"CONF", *b"STAT", *b"NAND", *b"SPAC", *b"CHNK", *b"MAP ", *b"DRIV"];
 
@@ -46,6 +51,8 @@ const HEADER_BYTES: u64 = 12;
 /// Buffer between a section's codec and its checksum.
 const HASH_BUFFER_BYTES: usize = 256 << 10;
 const SECTION_HEADER_BYTES: u64 = 4 + 8 + 32;
+/// Bytes a table moves through at a time between its items and the stream.
+const TABLE_BUFFER_BYTES: usize = 256 << 10;
 
 /// Why an image could not be written or read.
 #[derive(Debug, Error)]
@@ -273,7 +280,7 @@ impl ImageReader {
     pub fn section<T>(
         &mut self,
         tag: [u8; 4],
-        body: impl FnOnce(&mut dyn Read) -> Result<T, String>,
+        body: impl FnOnce(&mut Payload) -> Result<T, String>,
     ) -> Result<T, ImageError> {
         let (len, stored) = self.header(tag)?;
         let section = tag_name(&tag);
@@ -283,7 +290,7 @@ impl ImageReader {
             HASH_BUFFER_BYTES,
             HashReader { inner: (&mut self.input).take(len), hasher: blake3::Hasher::new() },
         );
-        let decoded = body(&mut r);
+        let decoded = body(&mut Payload { inner: &mut r, left: len });
         let left = io::copy(&mut r, &mut io::sink()).map_err(|e| io_err("read", &self.path, e))?;
         self.remaining -= len;
         if *r.into_inner().hasher.finalize().as_bytes() != stored {
@@ -321,6 +328,102 @@ impl ImageReader {
             n => Err(ImageError::TrailingBytes(n)),
         }
     }
+}
+
+/// A section's payload as its decoder reads it: it knows how many bytes
+/// are left, so a damaged count is refused before anything is reserved.
+pub struct Payload<'a> {
+    inner: &'a mut dyn Read,
+    left: u64,
+}
+
+impl<'a> Payload<'a> {
+    /// The `len` bytes of `inner` as a payload.
+    pub fn new(inner: &'a mut dyn Read, len: u64) -> Self {
+        Payload { inner, left: len }
+    }
+
+    /// Bytes not yet read.
+    pub fn left(&self) -> u64 {
+        self.left
+    }
+}
+
+impl Read for Payload<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let want = buf.len().min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut buf[..want])?;
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+/// A fixed-size item of a table (see the module docs), stored little-endian.
+pub trait Plain: Sized {
+    /// Bytes of one item.
+    const BYTES: usize;
+    /// Writes the item into `out` (`BYTES` long).
+    fn put(&self, out: &mut [u8]);
+    /// The item `bytes` (`BYTES` long) hold, or `None` when they hold no
+    /// valid item.
+    fn get(bytes: &[u8]) -> Option<Self>;
+}
+
+impl Plain for u32 {
+    const BYTES: usize = 4;
+    fn put(&self, out: &mut [u8]) {
+        out.copy_from_slice(&self.to_le_bytes());
+    }
+    fn get(bytes: &[u8]) -> Option<Self> {
+        Some(u32::from_le_bytes(bytes.try_into().ok()?))
+    }
+}
+
+/// Writes `items` as a table: their count (u64), then each item.
+pub fn write_table<T: Plain>(w: &mut dyn Write, items: &[T]) -> io::Result<()> {
+    w.write_all(&(items.len() as u64).to_le_bytes())?;
+    let per_buffer = (TABLE_BUFFER_BYTES / T::BYTES).max(1);
+    let mut buf = vec![0u8; per_buffer * T::BYTES];
+    for group in items.chunks(per_buffer) {
+        let bytes = &mut buf[..group.len() * T::BYTES];
+        for (item, out) in group.iter().zip(bytes.chunks_exact_mut(T::BYTES)) {
+            item.put(out);
+        }
+        w.write_all(bytes)?;
+    }
+    Ok(())
+}
+
+/// Reads a table [`write_table`] wrote into one buffer reserved at its
+/// length and advised for huge pages (the tables are read at random).
+pub fn read_table<T: Plain>(r: &mut Payload) -> Result<Vec<T>, String> {
+    let mut word = [0u8; 8];
+    r.read_exact(&mut word).map_err(|e| format!("table count: {e}"))?;
+    let count = u64::from_le_bytes(word);
+    let fits = count.checked_mul(T::BYTES as u64).is_some_and(|bytes| bytes <= r.left());
+    if !fits {
+        return Err(format!(
+            "a table of {count} items of {} bytes is longer than what is left of the section",
+            T::BYTES
+        ));
+    }
+    let count = count as usize;
+    let mut items = Vec::new();
+    items.try_reserve_exact(count).map_err(|e| format!("a table of {count} items: {e}"))?;
+    crate::ftl::huge_pages::advise(&items);
+    let per_buffer = (TABLE_BUFFER_BYTES / T::BYTES).max(1);
+    let mut buf = vec![0u8; per_buffer * T::BYTES];
+    while items.len() < count {
+        let bytes = &mut buf[..(count - items.len()).min(per_buffer) * T::BYTES];
+        r.read_exact(bytes).map_err(|e| format!("table item {}: {e}", items.len()))?;
+        for b in bytes.chunks_exact(T::BYTES) {
+            let Some(item) = T::get(b) else {
+                return Err(format!("table item {} is not valid", items.len()));
+            };
+            items.push(item);
+        }
+    }
+    Ok(items)
 }
 
 /// Writes `value` as a JSON section body.

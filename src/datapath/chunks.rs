@@ -18,9 +18,13 @@
 //! budget; the batch pipeline hashes in parallel and applies results in
 //! order, so the index needs no concurrent writers.
 
+use std::io;
+
+use bincode::Options;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::image::{codec, read_table, write_table, Payload, Plain};
 use crate::units::{BlockId, ChunkId, Divisor, Fingerprint};
 
 /// Where a chunk's stored bytes sit: `len` bytes from byte `offset` of
@@ -93,28 +97,67 @@ impl Packing {
 }
 
 /// A chunk record: 12 bytes (packed extent, reference count).
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Record {
     extent: [u32; 2],
     refs: u32,
 }
 
+impl Plain for Record {
+    const BYTES: usize = 12;
+    fn put(&self, out: &mut [u8]) {
+        for (word, v) in out.chunks_exact_mut(4).zip([self.extent[0], self.extent[1], self.refs]) {
+            word.copy_from_slice(&v.to_le_bytes());
+        }
+    }
+    fn get(bytes: &[u8]) -> Option<Self> {
+        let word = |i: usize| u32::get(&bytes[4 * i..4 * i + 4]);
+        Some(Record { extent: [word(0)?, word(1)?], refs: word(2)? })
+    }
+}
+
+impl Plain for Fingerprint {
+    const BYTES: usize = 16;
+    fn put(&self, out: &mut [u8]) {
+        out.copy_from_slice(&self.0);
+    }
+    fn get(bytes: &[u8]) -> Option<Self> {
+        Some(Fingerprint(bytes.try_into().ok()?))
+    }
+}
+
+impl Plain for ChunkId {
+    const BYTES: usize = 4;
+    fn put(&self, out: &mut [u8]) {
+        self.raw().put(out);
+    }
+    fn get(bytes: &[u8]) -> Option<Self> {
+        ChunkId::from_raw(u32::get(bytes)?)
+    }
+}
+
 /// Chunk records, free ids and the dedup index.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default)]
 pub struct ChunkStore {
     /// Whether chunks are entered in the index (dedup on).
     dedup: bool,
     packing: Packing,
-    #[serde(deserialize_with = "crate::ftl::huge_pages::deserialize_vec")]
     records: Vec<Record>,
     /// Fingerprint of each record's content; empty without dedup.
-    #[serde(deserialize_with = "crate::ftl::huge_pages::deserialize_vec")]
     fingerprints: Vec<Fingerprint>,
     free: Vec<ChunkId>,
     index: FlatIndex,
     /// Scratch copy of the records [`ChunkStore::gather`] reads.
-    #[serde(skip)]
     gathered: Vec<Record>,
+}
+
+/// What an image holds of a [`ChunkStore`] ahead of its tables.
+#[derive(Serialize, Deserialize)]
+struct StoreHead {
+    dedup: bool,
+    packing: Packing,
+    index_len: usize,
+    index_tag_bits: u8,
 }
 
 impl ChunkStore {
@@ -140,6 +183,41 @@ impl ChunkStore {
             index: FlatIndex::for_records(chunks),
             ..Default::default()
         }
+    }
+
+    /// Writes the store as an image's `CHNK` payload: its settings, then
+    /// the records, fingerprints, free ids and index slots as tables.
+    pub fn write_image(&self, w: &mut dyn io::Write) -> io::Result<()> {
+        let head = StoreHead {
+            dedup: self.dedup,
+            packing: self.packing,
+            index_len: self.index.len,
+            index_tag_bits: self.index.tag_bits,
+        };
+        codec().serialize_into(&mut *w, &head).map_err(io::Error::other)?;
+        write_table(w, &self.records)?;
+        write_table(w, &self.fingerprints)?;
+        write_table(w, &self.free)?;
+        write_table(w, &self.index.slots)
+    }
+
+    /// Reads what [`ChunkStore::write_image`] wrote. Only the encoding is
+    /// checked here; [`ChunkStore::check_shape`] checks the content.
+    pub fn read_image(r: &mut Payload) -> Result<Self, String> {
+        let head: StoreHead = codec().deserialize_from(&mut *r).map_err(|e| e.to_string())?;
+        let records = read_table(r).map_err(|e| format!("chunk records: {e}"))?;
+        let fingerprints = read_table(r).map_err(|e| format!("fingerprints: {e}"))?;
+        let free = read_table(r).map_err(|e| format!("free chunk ids: {e}"))?;
+        let slots = read_table(r).map_err(|e| format!("dedup index: {e}"))?;
+        Ok(ChunkStore {
+            dedup: head.dedup,
+            packing: head.packing,
+            records,
+            fingerprints,
+            free,
+            index: FlatIndex { slots, len: head.index_len, tag_bits: head.index_tag_bits },
+            gathered: Vec::new(),
+        })
     }
 
     /// Number of live chunks.
@@ -355,10 +433,9 @@ impl ChunkStore {
 /// slot seldom has to fetch that chunk's fingerprint (at a full 240 GB
 /// drive, 26 id bits leave a 6-bit tag, which turns away 63 of 64 such
 /// probes).
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default)]
 struct FlatIndex {
     /// Power-of-two sized.
-    #[serde(deserialize_with = "crate::ftl::huge_pages::deserialize_vec")]
     slots: Vec<u32>,
     /// Occupied slots. Invariant: len <= 3/4 of slots.len().
     len: usize,
@@ -565,6 +642,33 @@ mod tests {
             assert_eq!(found, (n % 3 != 0).then_some(*id), "chunk {n}");
         }
         assert_eq!(s.live(), 2000);
+    }
+
+    #[test]
+    fn images_round_trip_the_tables_and_refuse_a_zero_free_id() {
+        let mut s = ChunkStore::with_capacity(true, packing(), 4000);
+        let ids: Vec<ChunkId> = (0..300u64).map(|n| s.insert(fp(n, n % 7), ext()).unwrap()).collect();
+        s.incref(ids[5]);
+        for id in ids.iter().step_by(4) {
+            s.decref(*id);
+        }
+        let mut bytes = Vec::new();
+        s.write_image(&mut bytes).unwrap();
+        let read = |bytes: &[u8]| ChunkStore::read_image(&mut Payload::new(&mut &bytes[..], bytes.len() as u64));
+        let back = read(&bytes).unwrap();
+        back.check_shape(true, packing(), 1024, 2 << 20).unwrap();
+        back.check_index().unwrap();
+        assert_eq!(back.live(), s.live());
+        for (n, id) in ids.iter().enumerate() {
+            assert_eq!(back.find(&fp(n as u64, n as u64 % 7)), s.find(&fp(n as u64, n as u64 % 7)));
+            assert_eq!(back.get(*id), s.get(*id));
+        }
+        // The free ids are the third table, after the records and fingerprints.
+        let free_at = bytes.len() - (8 + 4 * s.index.slots.len()) - 4 * s.free.len();
+        let mut zero = bytes.clone();
+        zero[free_at..free_at + 4].fill(0);
+        let err = read(&zero).unwrap_err();
+        assert!(err.contains("free chunk ids: table item 0 is not valid"), "{err}");
     }
 
     #[test]

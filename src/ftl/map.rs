@@ -4,17 +4,17 @@
 //! Owns only the mapping; reference counts live in the chunk store, which
 //! the controller keeps in step with every change made here.
 
-use serde::{Deserialize, Serialize};
+use std::io;
 
+use crate::image::{read_table, write_table, Payload};
 use crate::units::{ChunkId, Lpn};
 
 /// Unit -> chunk map. 4 bytes a unit: each entry is its chunk id's raw
 /// value, 0 when unmapped, so a new map is zeroed memory that the kernel
-/// backs only as units are written (a full-size map is 234 MB). In images
-/// it is the sequence of `Option<ChunkId>` it stands for.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// backs only as units are written (a full-size map is 234 MB). Images
+/// hold the entries as they are.
+#[derive(Clone, Debug)]
 pub struct L2pMap {
-    #[serde(with = "entries")]
     entries: Vec<u32>,
 }
 
@@ -24,6 +24,16 @@ impl L2pMap {
         let entries = vec![0; units as usize];
         crate::ftl::huge_pages::advise(&entries);
         L2pMap { entries }
+    }
+
+    /// Writes the map as an image's `MAP ` payload: one table of entries.
+    pub fn write_image(&self, w: &mut dyn io::Write) -> io::Result<()> {
+        write_table(w, &self.entries)
+    }
+
+    /// Reads what [`L2pMap::write_image`] wrote.
+    pub fn read_image(r: &mut Payload) -> Result<Self, String> {
+        Ok(L2pMap { entries: read_table(r)? })
     }
 
     /// Units the map covers.
@@ -62,42 +72,28 @@ impl L2pMap {
     }
 }
 
-/// The entries as the sequence of `Option<ChunkId>` they stand for.
-mod entries {
-    use serde::{Deserializer, Serializer};
-
-    use crate::units::ChunkId;
-
-    pub fn serialize<S: Serializer>(entries: &[u32], s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(entries.iter().map(|&e| ChunkId::from_raw(e)))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u32>, D::Error> {
-        crate::ftl::huge_pages::deserialize_vec_with(d, |e: Option<ChunkId>| e.map_or(0, ChunkId::raw))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn images_hold_the_map_as_optional_chunk_ids() {
+    fn images_hold_the_entries_as_a_table() {
         let mut map = L2pMap::new(5);
         let (a, b) = (ChunkId::from_index(0).unwrap(), ChunkId::from_index(41).unwrap());
         assert_eq!(map.set(Lpn(1), Some(a)), None);
         map.set(Lpn(4), Some(b));
         assert_eq!(map.set(Lpn(4), Some(b)), Some(b));
         assert_eq!(map.mapped(), 2);
-        let as_options: Vec<Option<ChunkId>> = map.iter().collect();
-        assert_eq!(as_options, [None, Some(a), None, None, Some(b)]);
-        let bytes = bincode::serialize(&map).unwrap();
-        assert_eq!(bytes, bincode::serialize(&as_options).unwrap(), "the image format is unchanged");
-        let back: L2pMap = bincode::deserialize(&bytes).unwrap();
-        assert_eq!(back.iter().collect::<Vec<_>>(), as_options);
-        assert!(bincode::deserialize::<L2pMap>(&bytes[..bytes.len() - 1]).is_err(), "a truncated map is an error");
+        let mut bytes = Vec::new();
+        map.write_image(&mut bytes).unwrap();
+        assert_eq!(bytes.len(), 8 + 5 * 4, "a count, then 4 bytes an entry");
+        let read = |bytes: &[u8]| L2pMap::read_image(&mut Payload::new(&mut &bytes[..], bytes.len() as u64));
+        let back = read(&bytes).unwrap();
+        assert_eq!(back.iter().collect::<Vec<_>>(), [None, Some(a), None, None, Some(b)]);
+        assert!(read(&bytes[..bytes.len() - 1]).is_err(), "a truncated map is an error");
         let mut huge = bytes.clone();
         huge[..8].copy_from_slice(&u64::MAX.to_le_bytes());
-        assert!(bincode::deserialize::<L2pMap>(&huge).is_err(), "a damaged length is an error");
+        let err = read(&huge).unwrap_err();
+        assert!(err.contains("longer than what is left"), "a damaged count is refused before reserving: {err}");
     }
 }
