@@ -185,7 +185,7 @@ const SUB_BITS: u32 = 7;
 /// Counters in one row of a [`LatencyHistogram`]: one power of two.
 const ROW: usize = 1 << SUB_BITS;
 
-/// Latencies in log-linear buckets, percentiles within 0.8%; count, mean
+/// Latencies in log-linear buckets, percentiles within 0.4%; count, mean
 /// and max exact. Buckets come in rows of [`ROW`], one row per power of
 /// two, each allocated when a latency first falls in it: a queue's
 /// latencies span a few of the 58 rows, and a throwaway queue (one per
