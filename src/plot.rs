@@ -40,7 +40,9 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
-/// A line chart with one curve per series; series 9 and up are dashed.
+/// A line chart with one curve per series; series 9 and up are dashed, and
+/// so is a series identical to an earlier one (drawn over it, it would hide
+/// it), whose legend entry names that series.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LineChart {
     pub title: String,
@@ -148,6 +150,9 @@ pub fn line_chart(path: &Path, chart: &LineChart) -> Result<(), PlotError> {
                 .collect()
         })
         .collect();
+    // The first earlier series each one is identical to, if any.
+    let same_as: Vec<Option<usize>> =
+        (0..series.len()).map(|i| (0..i).find(|&j| !series[i].is_empty() && series[j] == series[i])).collect();
     let all = || series.iter().flatten();
     let has_data = all().next().is_some();
     let (xs, ys) = (bounds(all().map(|p| p.0)), bounds(all().map(|p| p.1)));
@@ -189,7 +194,10 @@ pub fn line_chart(path: &Path, chart: &LineChart) -> Result<(), PlotError> {
             .iter()
             .enumerate()
             .filter(|(_, s)| !s.name.is_empty())
-            .map(|(i, s)| (s.name.clone(), i, Swatch::Line))
+            .map(|(i, s)| match same_as[i].map(|j| &chart.series[j].name).filter(|n| !n.is_empty()) {
+                Some(earlier) => (format!("{} (= {earlier})", s.name), i, Swatch::Line),
+                None => (s.name.clone(), i, Swatch::Line),
+            })
             .collect(),
         cols: 1,
     };
@@ -217,7 +225,7 @@ pub fn line_chart(path: &Path, chart: &LineChart) -> Result<(), PlotError> {
 
     for (i, pts) in series.iter().enumerate() {
         let style = PALETTE[i % PALETTE.len()].stroke_width(2);
-        if i < PALETTE.len() {
+        if i < PALETTE.len() && same_as[i].is_none() {
             ctx.draw_series(LineSeries::new(pts.iter().copied(), style))?;
         } else {
             ctx.draw_series(DashedLineSeries::new(pts.iter().copied(), 8, 5, style))?;
@@ -714,6 +722,28 @@ mod tests {
         line_chart(&path, &chart).unwrap();
         let svg = read_svg(&path, &["HD Tach: sequential read", "clean read", "tortured read", "after TRIM read"]);
         assert!(!svg.contains("NaN"));
+    }
+
+    #[test]
+    fn a_series_identical_to_an_earlier_one_is_dashed_and_named() {
+        let polylines = |name: &str, second: Vec<(f64, f64)>| {
+            let chart = LineChart {
+                series: vec![
+                    Series { name: "after TRIM".into(), points: curve(64, |x| 254.0 + x * 0.0) },
+                    Series { name: "after 2nd TRIM".into(), points: second },
+                ],
+                ..Default::default()
+            };
+            let path = out(name);
+            line_chart(&path, &chart).unwrap();
+            std::fs::read_to_string(&path).unwrap()
+        };
+        let same = polylines("same.svg", curve(64, |x| 254.0 + x * 0.0));
+        let apart = polylines("apart.svg", curve(64, |x| 250.0 + x * 0.0));
+        assert!(same.contains("after 2nd TRIM (= after TRIM)"), "the legend names the series it hides");
+        assert!(!apart.contains("(= "));
+        let count = |svg: &str| svg.matches("<polyline").count();
+        assert!(count(&same) > count(&apart) + 10, "drawn in dashes: {} vs {}", count(&same), count(&apart));
     }
 
     #[test]
