@@ -143,7 +143,8 @@ impl GcConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Media {
-    /// Keep every programmed byte in memory; reads return data.
+    /// Keep every live chunk's stored (compressed) bytes in memory; reads
+    /// return data.
     Memory,
     /// Keep lengths and fingerprints only; reads that need data fail.
     MetadataOnly,

@@ -13,6 +13,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::config::{DriveConfig, GcPolicy, Media};
+use crate::datapath::chunk_bytes::ChunkBytes;
 use crate::datapath::chunks::{ChunkStore, Extent};
 use crate::datapath::pipeline::{self, EncodedBatch, Encoder};
 use crate::error::{ConfigError, DriveError};
@@ -179,12 +180,12 @@ pub struct Footprint {
     pub summaries: u64,
     /// The greedy victim index.
     pub greedy_index: u64,
-    /// Stored page bytes (memory media only).
-    pub nand_data: u64,
+    /// Stored chunk bytes and their slots (memory media only).
+    pub chunk_data: u64,
 }
 
 impl Footprint {
-    /// Every metadata structure (page bytes excluded).
+    /// Every metadata structure (stored chunk bytes excluded).
     pub fn metadata(&self) -> u64 {
         self.map
             + self.chunk_records
@@ -212,7 +213,7 @@ impl Footprint {
             ("block state", self.block_state),
             ("greedy index", self.greedy_index),
             ("free chunk ids", self.free_ids),
-            ("page data", self.nand_data),
+            ("chunk data", self.chunk_data),
         ]
     }
 }
@@ -237,6 +238,8 @@ pub struct Drive {
     nand: NandArray,
     space: Space,
     chunks: ChunkStore,
+    /// The stored bytes of each live chunk (memory media only).
+    bytes: ChunkBytes,
     map: L2pMap,
     encoder: Encoder,
     /// Scratch buffers reused by every commit: the slice being applied
@@ -269,17 +272,14 @@ impl Drive {
     /// A secure-erased drive built from a validated `config`.
     pub fn new(config: DriveConfig) -> Result<Self, ConfigError> {
         config.validate()?;
-        let keep = config.media == Media::Memory;
+        // Live chunks never exceed the units (each has a reference), plus
+        // the one placed before the chunk it replaces is freed.
+        let chunks = config.logical_units() as usize + COMMIT_SLICE_UNITS;
         Ok(Drive {
-            nand: NandArray::new(&config.geometry, config.media),
-            space: Space::new(&config.geometry, keep),
-            // Live chunks never exceed the units (each has a reference),
-            // plus the one placed before the chunk it replaces is freed.
-            chunks: ChunkStore::with_capacity(
-                config.dedup,
-                config.packing()?,
-                config.logical_units() as usize + COMMIT_SLICE_UNITS,
-            ),
+            nand: NandArray::new(&config.geometry),
+            space: Space::new(&config.geometry),
+            chunks: ChunkStore::with_capacity(config.dedup, config.packing()?, chunks),
+            bytes: ChunkBytes::with_capacity(if config.media == Media::Memory { chunks } else { 0 }),
             map: L2pMap::new(config.logical_units()),
             encoder: Encoder {
                 unit_bytes: config.unit_bytes as usize,
@@ -656,9 +656,12 @@ impl Drive {
     ) -> Result<ChunkId, DriveError> {
         let placeholder = Extent { block: BlockId(0), offset: 0, len };
         let id = self.chunks.insert(fp, placeholder).ok_or(DriveError::ChunkTableFull(self.chunks.live()))?;
-        match self.space.append(&mut self.nand, id, len, stored, self.clock) {
+        match self.space.append(&mut self.nand, id, len, self.clock) {
             Ok(extent) => {
                 self.chunks.relocate(id, extent);
+                if let Some(bytes) = stored {
+                    self.bytes.put(id, bytes);
+                }
                 self.live_bytes += u64::from(len);
                 Ok(id)
             }
@@ -673,6 +676,7 @@ impl Drive {
     /// Drops one reference to `chunk`; at zero its bytes turn invalid.
     fn release(&mut self, chunk: ChunkId) {
         if let Some(extent) = self.chunks.decref(chunk) {
+            self.bytes.remove(chunk);
             self.space.invalidate(extent);
             self.live_bytes -= u64::from(extent.len);
         }
@@ -683,8 +687,7 @@ impl Drive {
         let mut out = vec![0u8; self.config.unit_bytes as usize];
         if let Some(id) = self.map.get(lpn) {
             let mut pages = Vec::new();
-            let mut scratch = Vec::new();
-            self.fetch(id, &mut out, &mut pages, &mut scratch)?;
+            self.fetch(id, &mut out, &mut pages)?;
             for &(block, _) in &pages {
                 self.nand.journal_read(BlockId(block));
             }
@@ -720,21 +723,18 @@ impl Drive {
     }
 
     /// Decodes chunk `id` into `out`, noting the NAND pages it needed.
-    fn fetch(
-        &self,
-        id: ChunkId,
-        out: &mut [u8],
-        pages: &mut Vec<(u32, u32)>,
-        scratch: &mut Vec<u8>,
-    ) -> Result<(), DriveError> {
+    fn fetch(&self, id: ChunkId, out: &mut [u8], pages: &mut Vec<(u32, u32)>) -> Result<(), DriveError> {
         let extent = self.chunks.get(id).extent;
         self.space.nand_pages(&self.nand, extent, pages);
         if !self.keeps_data() {
             return Err(DriveError::NoData { what: "a read of a written unit" });
         }
-        scratch.clear();
-        self.space.read_extent(&self.nand, extent, scratch)?;
-        pipeline::decode(scratch, out).map_err(|reason| DriveError::Corrupt { chunk: id.index(), reason })
+        let corrupt = |reason: String| DriveError::Corrupt { chunk: id.index(), reason };
+        let stored = self.bytes.get(id).ok_or_else(|| corrupt("no stored bytes".into()))?;
+        if stored.len() != extent.len as usize {
+            return Err(corrupt(format!("{} stored bytes for an extent of {}", stored.len(), extent.len)));
+        }
+        pipeline::decode(stored, out).map_err(corrupt)
     }
 
     /// Whether `next` continues `prev`'s placement: its bytes follow in the
@@ -808,7 +808,6 @@ impl Drive {
         let mut page_done: std::collections::HashMap<(u32, u32), SimTime> = std::collections::HashMap::new();
         let mut window = ReadWindow::new(self.config.read_window());
         let mut pages = Vec::new();
-        let mut scratch = Vec::new();
         let mut unit_buf = vec![0u8; unit];
         let mut done = accepted;
         let mut nand_reads = 0u64;
@@ -862,9 +861,9 @@ impl Drive {
                 let dst = ((lo - first) * SECTOR_BYTES) as usize;
                 let n = covered as usize;
                 if lo == ustart && hi == uend {
-                    self.fetch(id, &mut out[dst..dst + n], &mut Vec::new(), &mut scratch)?;
+                    self.fetch(id, &mut out[dst..dst + n], &mut Vec::new())?;
                 } else {
-                    self.fetch(id, &mut unit_buf, &mut Vec::new(), &mut scratch)?;
+                    self.fetch(id, &mut unit_buf, &mut Vec::new())?;
                     let src = ((lo - ustart) * SECTOR_BYTES) as usize;
                     out[dst..dst + n].copy_from_slice(&unit_buf[src..src + n]);
                 }
@@ -1073,21 +1072,12 @@ impl Drive {
             self.nand.journal_read(BlockId(block));
         }
         self.counters.gc_page_reads += pages.len() as u64;
-        let mut bytes = Vec::new();
+        // A chunk's bytes stay with the chunk (memory media): GC moves
+        // only its extent.
         let mut result = Ok(());
         for &(id, old, _) in &live {
-            let data = if self.keeps_data() {
-                bytes.clear();
-                if let Err(e) = self.space.read_extent(&self.nand, old, &mut bytes) {
-                    result = Err(e.into());
-                    break;
-                }
-                Some(&bytes[..])
-            } else {
-                None
-            };
             self.clock += 1;
-            let new = match self.space.append(&mut self.nand, id, old.len, data, self.clock) {
+            let new = match self.space.append(&mut self.nand, id, old.len, self.clock) {
                 Ok(new) => new,
                 Err(e) => {
                     result = Err(e);
@@ -1117,6 +1107,7 @@ impl Drive {
         self.now = self.time_background(self.now);
         self.map_cache.clear();
         self.chunks.clear();
+        self.bytes.clear();
         self.map.clear();
         self.live_bytes = 0;
     }
@@ -1152,7 +1143,7 @@ impl Drive {
     pub fn footprint(&self) -> Footprint {
         let (records, fingerprints, free_ids, dedup_index) = self.chunks.heap_bytes();
         let (blocks, summaries, greedy) = self.space.heap_bytes();
-        let (nand_blocks, nand_data) = self.nand.heap_bytes();
+        let nand_blocks = self.nand.heap_bytes();
         Footprint {
             units: self.config.logical_units(),
             map: self.map.heap_bytes(),
@@ -1163,7 +1154,7 @@ impl Drive {
             block_state: blocks + nand_blocks,
             summaries,
             greedy_index: greedy,
-            nand_data,
+            chunk_data: self.bytes.heap_bytes(),
         }
     }
 
@@ -1221,7 +1212,10 @@ impl Drive {
         w.section(*b"STAT", |o| json_section(o, &summary))?;
         w.section(*b"NAND", |o| self.nand.write_image(o))?;
         w.bincode_section(*b"SPAC", &self.space)?;
-        w.section(*b"CHNK", |o| self.chunks.write_image(o))?;
+        w.section(*b"CHNK", |o| {
+            self.chunks.write_image(o)?;
+            self.bytes.write_image(o)
+        })?;
         w.section(*b"MAP ", |o| self.map.write_image(o))?;
         let read_cache: Vec<(u32, u32, u32)> = self.read_cache.iter().copied().collect();
         w.bincode_section(
@@ -1240,9 +1234,11 @@ impl Drive {
         config.validate().map_err(|e| ImageError::Inconsistent(format!("config: {e}")))?;
         r.json_section::<ImageSummary>(*b"STAT")?;
         let geometry = config.geometry.clone();
-        let nand = r.section(*b"NAND", |rd| NandArray::read_image(&geometry, config.media, rd))?;
+        let nand = r.section(*b"NAND", |rd| NandArray::read_image(&geometry, rd))?;
         let space: Space = r.bincode_section(*b"SPAC")?;
-        let chunks = r.section(*b"CHNK", ChunkStore::read_image)?;
+        let unit = config.unit_bytes as usize;
+        let (chunks, bytes) =
+            r.section(*b"CHNK", |rd| Ok((ChunkStore::read_image(rd)?, ChunkBytes::read_image(rd, unit)?)))?;
         let map = r.section(*b"MAP ", L2pMap::read_image)?;
         let (counters, clock, live_bytes, now, read_cache, map_cache, timeline): DriveSection =
             r.bincode_section(*b"DRIV")?;
@@ -1250,7 +1246,7 @@ impl Drive {
         let mut drive = Drive::new(config).map_err(|e| ImageError::Inconsistent(format!("config: {e}")))?;
         let bad = |what: &str, e: String| ImageError::Inconsistent(format!("{what}: {e}"));
         let g = &drive.config.geometry;
-        space.check_shape(g, drive.keeps_data(), chunks.records()).map_err(|e| bad("block space", e))?;
+        space.check_shape(g, chunks.records()).map_err(|e| bad("block space", e))?;
         chunks
             .check_shape(drive.config.dedup, drive.chunks.packing(), g.total_blocks(), g.block_bytes() as u32)
             .map_err(|e| bad("chunk table", e))?;
@@ -1264,6 +1260,7 @@ impl Drive {
         drive.space = space;
         drive.space.rebuild_index();
         drive.chunks = chunks;
+        drive.bytes = bytes;
         drive.map = map;
         drive.counters = counters;
         drive.clock = clock;
@@ -1296,7 +1293,6 @@ impl Drive {
         let blocks = self.config.geometry.total_blocks() as usize;
         let mut live = vec![0u64; blocks];
         let mut unit = vec![0u8; self.config.unit_bytes as usize];
-        let mut scratch = Vec::new();
         let mut pages = Vec::new();
         for (id, chunk) in self.chunks.iter_live() {
             if refs[id.index()] != chunk.refs {
@@ -1317,12 +1313,16 @@ impl Drive {
             }
             live[b] += u64::from(e.len);
             if self.keeps_data() {
-                self.fetch(id, &mut unit, &mut pages, &mut scratch).map_err(|e| e.to_string())?;
-                // `fetch` leaves the stored form in `scratch`: the fingerprinted bytes.
-                if self.chunks.fingerprint(id).is_some_and(|fp| *fp != crate::units::Fingerprint::of(&scratch)) {
+                self.fetch(id, &mut unit, &mut pages).map_err(|e| e.to_string())?;
+                let stored = self.bytes.get(id).unwrap_or_default();
+                if self.chunks.fingerprint(id).is_some_and(|fp| *fp != crate::units::Fingerprint::of(stored)) {
                     return Err(format!("chunk {} content does not match its fingerprint", id.index()));
                 }
             }
+        }
+        let held = if self.keeps_data() { self.chunks.live() } else { 0 };
+        if self.bytes.count() != held {
+            return Err(format!("{} chunks have stored bytes, {held} should", self.bytes.count()));
         }
         let total: u64 = live.iter().sum();
         if total != self.live_bytes {
@@ -1381,6 +1381,37 @@ mod tests {
         drive.write(Lba(0), &buf).expect("in range");
         drive.check_invariants().expect("consistent after writes");
         drive
+    }
+
+    #[test]
+    fn memory_media_keeps_each_live_chunk_s_bytes_only() {
+        let mut cfg = DriveConfig::preset("sf2281-240g").and_then(|c| c.scaled(16 << 20)).expect("preset scales");
+        cfg.media = Media::Memory;
+        let mut drive = Drive::new(cfg).expect("valid config");
+        let mut buf = vec![0u8; 1 << 20];
+        let mut gen = PatternGen::new(DataSpec::compressible(50).unwrap(), 5).expect("valid spec");
+        // Four passes over the same MiB: only the last pass's chunks live.
+        for _ in 0..4 {
+            gen.fill(&mut buf);
+            drive.write(Lba(0), &buf).expect("in range");
+        }
+        drive.check_invariants().expect("consistent");
+        assert_eq!(drive.bytes.count(), drive.chunks.live());
+        let held: u64 = drive.chunks.iter_live().map(|(id, _)| drive.bytes.get(id).map_or(0, |b| b.len() as u64)).sum();
+        assert_eq!(held, drive.live_bytes, "the bytes held are the live chunks' stored bytes");
+        assert!(drive.footprint().chunk_data >= held);
+        assert!(held < (1 << 20) * 3 / 5, "compressed: {held}");
+        assert_eq!(drive.read(Lba(0), 2048).expect("in range"), buf);
+        // A chunk whose bytes changed, or went missing, is found.
+        let id = drive.map.get(Lpn(3)).expect("mapped");
+        let mut wrong = drive.bytes.get(id).expect("held").to_vec();
+        wrong[0] ^= 1;
+        drive.bytes.put(id, &wrong);
+        let err = drive.check_invariants().expect_err("changed bytes are found");
+        assert!(err.contains(&format!("chunk {} ", id.index())), "{err}");
+        drive.bytes.remove(id);
+        let err = drive.check_invariants().expect_err("missing bytes are found");
+        assert!(err.contains("no stored bytes"), "{err}");
     }
 
     #[test]

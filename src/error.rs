@@ -35,9 +35,6 @@ pub enum NandError {
     /// Pages of a block must be programmed in order, once each.
     #[error("block {block}: program of page {page} but next programmable page is {next}")]
     OutOfOrderProgram { block: u32, page: u32, next: u32 },
-    /// A page was read that holds nothing yet.
-    #[error("block {block}: read of unprogrammed page {page}")]
-    ReadUnprogrammed { block: u32, page: u32 },
 }
 
 /// What a host command can fail with. The drive is unchanged after any of

@@ -7,17 +7,18 @@
 //! section  tag: [u8; 4] | len: u64 | blake3(payload): [u8; 32] | payload
 //! ```
 //!
-//! Version 2 (version 1 also stored the greedy victim index, which is now
-//! rebuilt on load) holds exactly these sections, in this order: `CONF` (the
+//! An image holds exactly these sections, in this order: `CONF` (the
 //! drive config, JSON), `STAT` (counters and clock, JSON, for
-//! `duraflash image info`), `NAND` (blocks: programmed pages, P/E cycles,
-//! page bytes for memory media), `SPAC` (block states, open blocks, free
-//! lists), `CHNK` (chunk table and dedup index), `MAP ` (the L2P map) and
-//! `DRIV` (counters, clocks, timing model, map cache, read buffer). Bodies
-//! other than JSON and NAND are bincode 1 (fixed-width integers), except
-//! the large tables of `CHNK` and `MAP `: each is its item count (u64)
-//! and then its items as fixed-size little-endian records ([`Plain`]), so
-//! they move in bulk rather than field by field.
+//! `duraflash image info`), `NAND` (blocks: programmed pages, P/E cycles),
+//! `SPAC` (block states, open blocks, free lists), `CHNK` (chunk table,
+//! dedup index and, for memory media, each live chunk's stored bytes),
+//! `MAP ` (the L2P map) and `DRIV` (counters, clocks, timing model, map
+//! cache, read buffer). Bodies other than JSON and NAND are bincode 1
+//! (fixed-width integers), except the large tables of `CHNK` and `MAP `:
+//! each is its item count (u64) and then its items as fixed-size
+//! little-endian records ([`Plain`]), so they move in bulk rather than
+//! field by field; the chunk bytes are a slot count, then each slot's
+//! length (u32, 0 when empty) and bytes.
 //!
 //! Sections are streamed: the writer patches each header once its payload
 //! is written, the reader hashes while it decodes, so no section is held in
@@ -43,7 +44,8 @@ pub const MAGIC: [u8; 8] = *b"DURAFLSH";
 /// Version 3: fingerprints are of the stored (compressed) form.
 /// Version 4: the chunk table, dedup index and map are tables of plain
 /// records (see the module docs), not bincode sequences.
-pub const VERSION: u32 = 4;
+/// Version 5: memory media's bytes are stored per chunk, not per page.
+pub const VERSION: u32 = 5;
 /// Section tags of an image, in file order.
 pub const SECTIONS: [[u8; 4]; 7] = [*b"CONF", *b"STAT", *b"NAND", *b"SPAC", *b"CHNK", *b"MAP ", *b"DRIV"];
 

@@ -1,11 +1,13 @@
-//! The NAND array: erase-before-program, in-order page programs, per-block
-//! program/erase counts, and (with [`Media::Memory`]) the programmed bytes.
+//! The NAND array: erase-before-program, in-order page programs and
+//! per-block program/erase counts.
 //!
-//! Owns physical state only. It does not know what the bytes mean, which
+//! Owns physical state only. It does not know what is stored, which
 //! chunks are live or which block is a good victim: that is the FTL's.
+//! With memory media the stored bytes are kept per chunk
+//! ([`crate::datapath::chunk_bytes`]), not per page.
 //! A broken rule returns [`NandError`]; the FTL must never cause one.
 
-use crate::config::{Geometry, Media};
+use crate::config::Geometry;
 use crate::error::NandError;
 use crate::units::{BlockId, DieId, Divisor};
 
@@ -16,8 +18,6 @@ struct Block {
     programmed: u32,
     /// Erases this block has had.
     pe_cycles: u32,
-    /// Programmed bytes (memory media only); len = programmed x page_bytes.
-    data: Vec<u8>,
 }
 
 /// Lifetime operation counts of the array.
@@ -52,7 +52,6 @@ pub struct NandArray {
     geometry: Geometry,
     /// `geometry.blocks_per_die`, for [`NandArray::die_of`].
     blocks_per_die: Divisor,
-    keep_data: bool,
     blocks: Vec<Block>,
     counters: NandCounters,
     /// Operations since the controller last drained them, in order.
@@ -63,11 +62,10 @@ pub struct NandArray {
 
 impl NandArray {
     /// A factory-fresh array (every block erased, no P/E cycles used).
-    pub fn new(geometry: &Geometry, media: Media) -> Self {
+    pub fn new(geometry: &Geometry) -> Self {
         NandArray {
             geometry: geometry.clone(),
             blocks_per_die: Divisor::new(geometry.blocks_per_die).expect("validated blocks per die"),
-            keep_data: media == Media::Memory,
             blocks: vec![Block::default(); geometry.total_blocks() as usize],
             counters: NandCounters::default(),
             journal: Vec::new(),
@@ -101,12 +99,10 @@ impl NandArray {
         DieId(block.0 / self.blocks_per_die)
     }
 
-    /// Heap bytes held: `(block records, stored page bytes)`.
-    pub fn heap_bytes(&self) -> (u64, u64) {
-        let records = self.blocks.capacity() * std::mem::size_of::<Block>()
-            + self.journal.capacity() * std::mem::size_of::<NandOp>();
-        let data: usize = self.blocks.iter().map(|b| b.data.capacity()).sum();
-        (records as u64, data as u64)
+    /// Heap bytes held by the block records and the journal.
+    pub fn heap_bytes(&self) -> u64 {
+        (self.blocks.capacity() * std::mem::size_of::<Block>()
+            + self.journal.capacity() * std::mem::size_of::<NandOp>()) as u64
     }
 
     /// Pages programmed in `block` since its last erase.
@@ -129,44 +125,18 @@ impl NandArray {
         self.counters
     }
 
-    /// Programs `page` of `block` with `data` (ignored for metadata-only
-    /// media; when kept it must be one page long). Pages go in order.
-    pub fn program(&mut self, block: BlockId, page: u32, data: &[u8]) -> Result<(), NandError> {
-        let page_bytes = self.geometry.page_bytes as usize;
+    /// Programs `page` of `block`. Pages go in order.
+    pub fn program(&mut self, block: BlockId, page: u32) -> Result<(), NandError> {
         let pages = self.geometry.pages_per_block;
-        let keep = self.keep_data;
         let b = &mut self.blocks[block.0 as usize];
         if page != b.programmed || page >= pages {
             return Err(NandError::OutOfOrderProgram { block: block.0, page, next: b.programmed });
-        }
-        if keep {
-            debug_assert_eq!(data.len(), page_bytes, "program data must be one page");
-            if b.data.capacity() == 0 {
-                b.data.reserve_exact(page_bytes * pages as usize);
-            }
-            b.data.extend_from_slice(data);
         }
         b.programmed += 1;
         self.counters.pages_programmed += 1;
         let die = self.die_of(block);
         self.journal.push(if self.collecting { NandOp::GcProgram(die) } else { NandOp::Program(die) });
         Ok(())
-    }
-
-    /// The bytes of a programmed page: `Some` with memory media, `None`
-    /// without. Does not count a read: callers count the page reads a
-    /// request needed with [`NandArray::count_reads`].
-    pub fn page(&self, block: BlockId, page: u32) -> Result<Option<&[u8]>, NandError> {
-        let page_bytes = self.geometry.page_bytes as usize;
-        let b = &self.blocks[block.0 as usize];
-        if page >= b.programmed {
-            return Err(NandError::ReadUnprogrammed { block: block.0, page });
-        }
-        if !self.keep_data {
-            return Ok(None);
-        }
-        let start = page as usize * page_bytes;
-        Ok(Some(&b.data[start..start + page_bytes]))
     }
 
     /// Counts `pages` page reads whose timing the caller models itself
@@ -188,13 +158,11 @@ impl NandArray {
         let b = &mut self.blocks[block.0 as usize];
         b.programmed = 0;
         b.pe_cycles += 1;
-        // Keep the buffer: a block is rewritten soon after it is erased.
-        b.data.clear();
         self.counters.erases += 1;
         self.journal.push(NandOp::Erase(self.die_of(block)));
     }
-    /// Streams the blocks (programmed pages, P/E cycles, page bytes with
-    /// memory media) and the counters into an image section.
+    /// Streams the counters and the blocks (programmed pages, P/E cycles)
+    /// into an image section.
     pub fn write_image(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
         let c = self.counters;
         for v in [c.pages_programmed, c.pages_read, c.erases] {
@@ -203,22 +171,20 @@ impl NandArray {
         for b in &self.blocks {
             w.write_all(&b.programmed.to_le_bytes())?;
             w.write_all(&b.pe_cycles.to_le_bytes())?;
-            w.write_all(&b.data)?;
         }
         Ok(())
     }
 
     /// Reads what [`NandArray::write_image`] wrote for an array of
-    /// `geometry` and `media`, checking every block's page count.
-    pub fn read_image(geometry: &Geometry, media: Media, r: &mut dyn std::io::Read) -> Result<Self, String> {
-        let mut nand = NandArray::new(geometry, media);
+    /// `geometry`, checking every block's page count.
+    pub fn read_image(geometry: &Geometry, r: &mut dyn std::io::Read) -> Result<Self, String> {
+        let mut nand = NandArray::new(geometry);
         let mut word = [0u8; 8];
         let mut next = |r: &mut dyn std::io::Read| -> Result<u64, String> {
             r.read_exact(&mut word).map_err(|e| e.to_string())?;
             Ok(u64::from_le_bytes(word))
         };
         nand.counters = NandCounters { pages_programmed: next(r)?, pages_read: next(r)?, erases: next(r)? };
-        let page_bytes = geometry.page_bytes as usize;
         for (i, b) in nand.blocks.iter_mut().enumerate() {
             let mut half = [0u8; 4];
             r.read_exact(&mut half).map_err(|e| e.to_string())?;
@@ -227,10 +193,6 @@ impl NandArray {
             b.pe_cycles = u32::from_le_bytes(half);
             if b.programmed > geometry.pages_per_block {
                 return Err(format!("block {i} has {} programmed pages of {}", b.programmed, geometry.pages_per_block));
-            }
-            if nand.keep_data {
-                b.data = vec![0u8; b.programmed as usize * page_bytes];
-                r.read_exact(&mut b.data).map_err(|e| e.to_string())?;
             }
         }
         Ok(nand)
@@ -254,28 +216,19 @@ mod tests {
 
     #[test]
     fn pages_program_in_order_and_erase_resets() {
-        let mut nand = NandArray::new(&geometry(), Media::Memory);
-        let page = vec![7u8; 512];
-        nand.program(BlockId(1), 0, &page).unwrap();
-        assert!(matches!(nand.program(BlockId(1), 2, &page), Err(NandError::OutOfOrderProgram { next: 1, .. })));
-        assert!(matches!(nand.program(BlockId(1), 0, &page), Err(NandError::OutOfOrderProgram { .. })));
-        assert_eq!(nand.page(BlockId(1), 0).unwrap().unwrap(), &page[..]);
-        assert!(nand.page(BlockId(1), 1).is_err());
+        let mut nand = NandArray::new(&geometry());
+        nand.program(BlockId(1), 0).unwrap();
+        assert!(matches!(nand.program(BlockId(1), 2), Err(NandError::OutOfOrderProgram { next: 1, .. })));
+        assert!(matches!(nand.program(BlockId(1), 0), Err(NandError::OutOfOrderProgram { .. })));
+        assert_eq!(nand.programmed_pages(BlockId(1)), 1);
         for p in 1..4 {
-            nand.program(BlockId(1), p, &page).unwrap();
+            nand.program(BlockId(1), p).unwrap();
         }
-        assert!(nand.program(BlockId(1), 4, &page).is_err(), "block full");
+        assert!(nand.program(BlockId(1), 4).is_err(), "block full");
         nand.erase(BlockId(1));
-        assert_eq!(nand.pe_cycles(BlockId(1)), 1);
-        nand.program(BlockId(1), 0, &page).unwrap();
+        assert_eq!((nand.pe_cycles(BlockId(1)), nand.programmed_pages(BlockId(1))), (1, 0));
+        nand.program(BlockId(1), 0).unwrap();
         assert_eq!(nand.counters().pages_programmed, 5);
         assert_eq!(nand.die_of(BlockId(3)), DieId(1));
-    }
-
-    #[test]
-    fn metadata_only_keeps_no_bytes() {
-        let mut nand = NandArray::new(&geometry(), Media::MetadataOnly);
-        nand.program(BlockId(0), 0, &[]).unwrap();
-        assert_eq!(nand.page(BlockId(0), 0).unwrap(), None);
     }
 }

@@ -2,7 +2,9 @@
 //!
 //! [`pipeline`] compresses and fingerprints units in parallel; [`chunks`]
 //! keeps what is stored (chunk records, reference counts and the dedup
-//! index). Neither touches NAND or the logical map.
+//! index), and [`chunk_bytes`] the stored bytes with memory media. None
+//! touches NAND or the logical map.
 
+pub mod chunk_bytes;
 pub mod chunks;
 pub mod pipeline;

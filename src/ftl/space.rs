@@ -57,8 +57,6 @@ struct OpenBlock {
     block: BlockId,
     /// Bytes appended so far. Invariant: <= block bytes.
     write_point: u32,
-    /// Bytes of the page being filled (memory media only).
-    page_buf: Vec<u8>,
 }
 
 /// Space accounting totals.
@@ -75,7 +73,6 @@ pub struct Space {
     page_bytes: Divisor,
     block_bytes: u32,
     blocks_per_die: Divisor,
-    keep_data: bool,
     meta: Vec<BlockMeta>,
     free: Vec<VecDeque<BlockId>>,
     free_count: u32,
@@ -91,7 +88,7 @@ pub struct Space {
 
 impl Space {
     /// All blocks free, nothing open.
-    pub fn new(geometry: &Geometry, keep_data: bool) -> Self {
+    pub fn new(geometry: &Geometry) -> Self {
         let dies = geometry.dies() as usize;
         let meta = BlockMeta {
             state: BlockState::Free,
@@ -112,7 +109,6 @@ impl Space {
             page_bytes: Divisor::new(geometry.page_bytes).expect("validated page size"),
             block_bytes: geometry.block_bytes() as u32,
             blocks_per_die: Divisor::new(geometry.blocks_per_die).expect("validated blocks per die"),
-            keep_data,
             meta: vec![meta; geometry.total_blocks() as usize],
             free,
             free_count: geometry.total_blocks(),
@@ -199,23 +195,16 @@ impl Space {
         self.open[die].as_ref().filter(|o| o.block == block)
     }
 
-    /// Appends a chunk of `len` stored bytes (`data` with memory media),
-    /// programming pages as they fill. `now` is the write clock for
+    /// Appends a chunk of `len` stored bytes, programming pages as they
+    /// fill. `now` is the write clock for
     /// cost-benefit ages.
-    pub fn append(
-        &mut self,
-        nand: &mut NandArray,
-        chunk: ChunkId,
-        len: u32,
-        data: Option<&[u8]>,
-        now: u64,
-    ) -> Result<Extent, DriveError> {
+    pub fn append(&mut self, nand: &mut NandArray, chunk: ChunkId, len: u32, now: u64) -> Result<Extent, DriveError> {
         debug_assert!(len > 0 && len <= self.block_bytes, "chunk length out of range");
         let dies = self.open.len();
         for _ in 0..dies {
             let die = self.cursor;
             if self.ensure_room(nand, die, len)? {
-                return self.append_at(nand, die, chunk, len, data, now);
+                return self.append_at(nand, die, chunk, len, now);
             }
             self.cursor = self.next_die(die);
         }
@@ -238,8 +227,7 @@ impl Space {
         let m = &mut self.meta[block.0 as usize];
         debug_assert_eq!(m.state, BlockState::Free, "opened block must be free");
         m.state = BlockState::Open;
-        let page_buf = if self.keep_data { Vec::with_capacity(self.page_bytes.get() as usize) } else { Vec::new() };
-        self.open[die] = Some(OpenBlock { block, write_point: 0, page_buf });
+        self.open[die] = Some(OpenBlock { block, write_point: 0 });
         Ok(true)
     }
 
@@ -249,7 +237,6 @@ impl Space {
         die: usize,
         chunk: ChunkId,
         len: u32,
-        data: Option<&[u8]>,
         now: u64,
     ) -> Result<Extent, DriveError> {
         let page = self.page_bytes;
@@ -259,21 +246,8 @@ impl Space {
         let end = offset + len;
         // Pages `first..last` fill up with this chunk: program them.
         let (first, last) = (offset / page, end / page);
-        let mut rest = data.unwrap_or(&[]);
-        let mut pos = offset;
         for p in first..last {
-            let page_end = (p + 1) * page.get();
-            if self.keep_data {
-                let (now_part, later) = rest.split_at((page_end - pos) as usize);
-                open.page_buf.extend_from_slice(now_part);
-                rest = later;
-            }
-            pos = page_end;
-            nand.program(block, p, &open.page_buf)?;
-            open.page_buf.clear();
-        }
-        if self.keep_data {
-            open.page_buf.extend_from_slice(rest);
+            nand.program(block, p)?;
         }
         open.write_point = end;
         let m = &mut self.meta[block.0 as usize];
@@ -293,16 +267,13 @@ impl Space {
     /// Seals die `die`'s open block, programming a partial last page with
     /// zero padding.
     fn seal(&mut self, nand: &mut NandArray, die: usize) -> Result<(), NandError> {
-        let Some(mut open) = self.open[die].take() else {
+        let Some(open) = self.open[die].take() else {
             return Ok(());
         };
         let page = self.page_bytes;
         let in_page = open.write_point % page;
         if in_page != 0 {
-            if self.keep_data {
-                open.page_buf.resize(page.get() as usize, 0);
-            }
-            nand.program(open.block, open.write_point / page, &open.page_buf)?;
+            nand.program(open.block, open.write_point / page)?;
             self.counters.padding_bytes += u64::from(page.get() - in_page);
         }
         let unwritten_pages = (self.block_bytes - open.write_point) / page;
@@ -350,31 +321,6 @@ impl Space {
     /// nothing.
     pub fn emptied_blocks(&self) -> Vec<BlockId> {
         self.greedy.emptied().into_iter().map(BlockId).collect()
-    }
-
-    /// Appends the stored bytes of `extent` to `out` (memory media only):
-    /// from NAND for programmed pages, from the page buffer otherwise.
-    pub fn read_extent(&self, nand: &NandArray, extent: Extent, out: &mut Vec<u8>) -> Result<(), NandError> {
-        let programmed = nand.programmed_pages(extent.block);
-        let mut pos = extent.offset;
-        let end = extent.offset + extent.len;
-        while pos < end {
-            let page = pos / self.page_bytes;
-            let page_start = page * self.page_bytes.get();
-            let take_end = (page_start + self.page_bytes.get()).min(end);
-            let (from, to) = ((pos - page_start) as usize, (take_end - page_start) as usize);
-            if page < programmed {
-                if let Some(bytes) = nand.page(extent.block, page)? {
-                    out.extend_from_slice(&bytes[from..to]);
-                }
-            } else if let Some(open) = self.open_of(extent.block) {
-                out.extend_from_slice(&open.page_buf[from..to]);
-            } else {
-                return Err(NandError::ReadUnprogrammed { block: extent.block.0, page });
-            }
-            pos = take_end;
-        }
-        Ok(())
     }
 
     /// Pages of NAND that a read of `extent` must sense (pages still in the
@@ -474,8 +420,7 @@ impl Space {
     /// greedy index)`.
     pub fn heap_bytes(&self) -> (u64, u64, u64) {
         let meta = self.meta.capacity() * std::mem::size_of::<BlockMeta>()
-            + self.free.iter().map(|f| f.capacity() * std::mem::size_of::<BlockId>()).sum::<usize>()
-            + self.open.iter().flatten().map(|o| o.page_buf.capacity()).sum::<usize>();
+            + self.free.iter().map(|f| f.capacity() * std::mem::size_of::<BlockId>()).sum::<usize>();
         let summaries: usize = self.meta.iter().map(|m| m.summary.capacity() * std::mem::size_of::<ChunkId>()).sum();
         (meta as u64, summaries as u64, self.greedy.heap_bytes())
     }
@@ -536,10 +481,10 @@ impl Space {
     /// Checks that state read from an image fits `geometry` and a chunk
     /// table of `records` entries, so that no later access goes out of
     /// bounds. [`Space::check`] then checks the accounting.
-    pub fn check_shape(&self, geometry: &Geometry, keep_data: bool, records: usize) -> Result<(), String> {
-        let fresh = Space::new(geometry, keep_data);
-        if (self.page_bytes, self.block_bytes, self.blocks_per_die, self.keep_data)
-            != (fresh.page_bytes, fresh.block_bytes, fresh.blocks_per_die, fresh.keep_data)
+    pub fn check_shape(&self, geometry: &Geometry, records: usize) -> Result<(), String> {
+        let fresh = Space::new(geometry);
+        if (self.page_bytes, self.block_bytes, self.blocks_per_die)
+            != (fresh.page_bytes, fresh.block_bytes, fresh.blocks_per_die)
             || self.meta.len() != fresh.meta.len()
             || self.free.len() != fresh.free.len()
             || self.open.len() != fresh.open.len()
@@ -553,10 +498,8 @@ impl Space {
         }
         for (die, o) in self.open.iter().enumerate() {
             let Some(o) = o else { continue };
-            let want = if keep_data { o.write_point % self.page_bytes } else { 0 };
             if o.block.0 / self.blocks_per_die != die as u32
                 || o.write_point > self.block_bytes
-                || o.page_buf.len() != want as usize
                 || self.meta[o.block.0 as usize].state != BlockState::Open
             {
                 return Err(format!("open block {} of die {die} is malformed", o.block.0));

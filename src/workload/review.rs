@@ -167,7 +167,7 @@ pub enum Isolation {
     Image,
 }
 
-/// Drive state (metadata and kept page bytes) above which
+/// Drive state (metadata and kept chunk bytes) above which
 /// [`Isolation::for_drive`] picks an image over a clone.
 pub const CLONE_LIMIT_BYTES: u64 = 512 << 20;
 
@@ -176,7 +176,7 @@ impl Isolation {
     /// [`CLONE_LIMIT_BYTES`] (a full-size drive).
     pub fn for_drive(drive: &Drive) -> Self {
         let f = drive.footprint();
-        if f.metadata() + f.nand_data > CLONE_LIMIT_BYTES {
+        if f.metadata() + f.chunk_data > CLONE_LIMIT_BYTES {
             Isolation::Image
         } else {
             Isolation::Clone
