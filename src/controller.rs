@@ -1384,7 +1384,7 @@ mod tests {
     }
 
     #[test]
-    fn memory_media_keeps_each_live_chunk_s_bytes_only() {
+    fn memory_media_keeps_only_the_live_chunks_bytes() {
         let mut cfg = DriveConfig::preset("sf2281-240g").and_then(|c| c.scaled(16 << 20)).expect("preset scales");
         cfg.media = Media::Memory;
         let mut drive = Drive::new(cfg).expect("valid config");

@@ -292,7 +292,7 @@ impl ImageReader {
             HASH_BUFFER_BYTES,
             HashReader { inner: (&mut self.input).take(len), hasher: blake3::Hasher::new() },
         );
-        let decoded = body(&mut Payload { inner: &mut r, left: len });
+        let decoded = body(&mut Payload::new(&mut r, len));
         let left = io::copy(&mut r, &mut io::sink()).map_err(|e| io_err("read", &self.path, e))?;
         self.remaining -= len;
         if *r.into_inner().hasher.finalize().as_bytes() != stored {
