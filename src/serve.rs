@@ -67,6 +67,11 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
             .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&term)))
             .map_err(|e| Failure::Run(format!("cannot install signal handlers: {e}")))?;
     }
+    // The metrics port is bound first: once the NBD port accepts, both do.
+    let metrics = args
+        .metrics
+        .map(|addr| TcpListener::bind(addr).map_err(|e| Failure::Run(format!("--metrics {addr}: {e}"))))
+        .transpose()?;
     let listener =
         TcpListener::bind(args.listen).map_err(|e| Failure::Run(format!("--listen {}: {e}", args.listen)))?;
     listener.set_nonblocking(true).map_err(|e| Failure::Run(e.to_string()))?;
@@ -77,8 +82,7 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
         server = server.with_image(path.clone());
     }
     let server = Arc::new(server);
-    if let Some(addr) = args.metrics {
-        let metrics = TcpListener::bind(addr).map_err(|e| Failure::Run(format!("--metrics {addr}: {e}")))?;
+    if let Some(metrics) = metrics {
         let s = Arc::clone(&server);
         std::thread::Builder::new()
             .name("metrics".into())
