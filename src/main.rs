@@ -273,7 +273,8 @@ struct CorpusArgs {
 struct ServeArgs {
     #[command(flatten)]
     drive: DriveArgs,
-    /// Address NBD clients connect to.
+    /// Address NBD clients connect to (port 0: any free port; the one bound
+    /// is printed on stderr).
     #[arg(long, default_value = "127.0.0.1:10809")]
     listen: std::net::SocketAddr,
     /// Export name (the empty default name selects it too).

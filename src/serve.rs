@@ -82,6 +82,10 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
         server = server.with_image(path.clone());
     }
     let server = Arc::new(server);
+    // The addresses bound, which differ from those asked for when a port is 0.
+    let bound = |l: &TcpListener| l.local_addr().map_err(|e| Failure::Run(e.to_string()));
+    let nbd_addr = bound(&listener)?;
+    let metrics_addr = metrics.as_ref().map(bound).transpose()?;
     if let Some(metrics) = metrics {
         let s = Arc::clone(&server);
         std::thread::Builder::new()
@@ -93,9 +97,9 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
         "duraflash: serving {} ({} bytes) at nbd://{}/{}{}",
         cfg.name,
         server.size(),
-        args.listen,
+        nbd_addr,
         args.export,
-        args.metrics.map(|m| format!(", metrics at http://{m}/metrics")).unwrap_or_default()
+        metrics_addr.map(|m| format!(", metrics at http://{m}/metrics")).unwrap_or_default()
     );
     let started = Instant::now();
     let mut last = Instant::now();

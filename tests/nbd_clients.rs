@@ -1,15 +1,18 @@
 //! `duraflash serve` driven by real NBD clients: qemu-io, qemu-img,
 //! nbdinfo, nbdcopy, fio's nbd engine, and ext4 through nbdfuse + a loop
-//! device. Each test starts the real binary on free ports.
+//! device. Each test starts the real binary on ports it binds itself (port
+//! 0) and reads them from its first stderr line: ports picked by the test
+//! and bound later could be taken in between by a server another test
+//! started, whose NBD port this test would then reach.
 //!
 //! A missing tool skips its test with a message naming the Debian
 //! package, unless `CI` is set: then it fails (`.ci/run` installs them).
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, ChildStderr, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// Whether `tool` can run; without it the test is skipped, or fails under CI.
@@ -26,16 +29,20 @@ fn have(tool: &str, package: &str) -> bool {
     found
 }
 
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
-    l.local_addr().expect("local address").port()
-}
-
 /// A running `duraflash serve`, stopped (killed if need be) on drop.
 struct Served {
     child: Option<Child>,
+    /// Its stderr past the lines already read (`early`).
+    stderr: BufReader<ChildStderr>,
+    early: String,
     port: u16,
     metrics_port: u16,
+}
+
+/// The port after `scheme://127.0.0.1:` in `line`.
+fn port_in(line: &str, scheme: &str) -> Option<u16> {
+    let rest = &line[line.find(&format!("{scheme}://127.0.0.1:"))? + scheme.len() + 13..];
+    rest[..rest.find('/')?].parse().ok()
 }
 
 impl Served {
@@ -45,21 +52,28 @@ impl Served {
 
     /// A server printing its summary line every `stats_interval` seconds.
     fn start_with(capacity: &str, stats_interval: &str) -> Self {
-        let (port, metrics_port) = (free_port(), free_port());
-        let child = Command::new(env!("CARGO_BIN_EXE_duraflash"))
+        let mut child = Command::new(env!("CARGO_BIN_EXE_duraflash"))
             .args(["serve", "--capacity", capacity, "--stats-interval", stats_interval])
-            .args(["--listen", &format!("127.0.0.1:{port}"), "--metrics", &format!("127.0.0.1:{metrics_port}")])
+            .args(["--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0"])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("duraflash serve starts");
-        let served = Served { child: Some(child), port, metrics_port };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "server did not accept within 10 s");
-            std::thread::sleep(Duration::from_millis(20));
+        let stderr = BufReader::new(child.stderr.take().expect("stderr piped"));
+        // Dropped (so killed and waited for) on any failure below.
+        let mut served = Served { child: Some(child), stderr, early: String::new(), port: 0, metrics_port: 0 };
+        // Both ports are bound, and accepting, once this line is printed.
+        loop {
+            let at = served.early.len();
+            let n = served.stderr.read_line(&mut served.early).expect("server stderr");
+            assert!(n > 0, "server exited before serving: {}", served.early);
+            let line = &served.early[at..];
+            if line.contains("serving") {
+                served.port = port_in(line, "nbd").unwrap_or_else(|| panic!("no NBD port in {line:?}"));
+                served.metrics_port = port_in(line, "http").unwrap_or_else(|| panic!("no metrics port in {line:?}"));
+                return served;
+            }
         }
-        served
     }
 
     fn uri(&self) -> String {
@@ -98,9 +112,11 @@ impl Served {
         let status = Command::new("sh").args(["-c", &format!("kill -TERM {}", child.id())]).status();
         assert!(status.is_ok_and(|s| s.success()), "kill -TERM");
         let out = child.wait_with_output().expect("server exits");
-        assert!(out.status.success(), "serve exit status {:?}", out.status);
+        let mut stderr = std::mem::take(&mut self.early);
+        self.stderr.read_to_string(&mut stderr).expect("server stderr");
+        assert!(out.status.success(), "serve exit status {:?}: {stderr}", out.status);
         let report = serde_json::from_slice(&out.stdout).expect("final report is JSON");
-        (report, String::from_utf8_lossy(&out.stderr).into_owned())
+        (report, stderr)
     }
 }
 
