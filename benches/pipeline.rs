@@ -16,9 +16,9 @@ mod common;
 
 use common::{raw, units, Wrapping, BATCH_UNITS, UNIT};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use duraflash::content::corpus::{self, Corpus};
+use duraflash::content::pattern::{DataSpec, PatternGen};
 use duraflash::content::Content;
-use duraflash::corpus::{self, Corpus};
-use duraflash::pattern::{DataSpec, PatternGen};
 use duraflash::Media;
 
 fn bench(c: &mut Criterion) {

@@ -16,7 +16,7 @@ mod common;
 use std::time::Instant;
 
 use common::{raw, units, Wrapping, BATCH_UNITS, UNIT};
-use duraflash::pattern::{DataSpec, PatternGen};
+use duraflash::content::pattern::{DataSpec, PatternGen};
 use duraflash::Media;
 use rayon::prelude::*;
 

@@ -4,8 +4,8 @@
 //! the rate as elements (commands) per second.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use duraflash::fio::{Distribution, Rw};
-use duraflash::pattern::DataSpec;
+use duraflash::content::pattern::DataSpec;
+use duraflash::workload::fio::{Distribution, Rw};
 use duraflash::workload::job::{fill_spec, run_job, JobSpec, Limit};
 use duraflash::{Drive, DriveConfig, Media};
 

@@ -11,10 +11,10 @@ use std::error::Error;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use duraflash::pattern::DataSpec;
-use duraflash::plot::{line_chart, LineChart, Series};
+use duraflash::content::pattern::DataSpec;
+use duraflash::lab::plot::{line_chart, LineChart, Series};
+use duraflash::lab::wa::{self, WaSpec};
 use duraflash::workload::access::Access;
-use duraflash::workload::wa::{self, WaSpec};
 use duraflash::{Drive, DriveConfig, Media};
 
 fn main() -> Result<(), Box<dyn Error>> {

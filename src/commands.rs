@@ -7,21 +7,21 @@ use std::path::Path;
 use serde::Serialize;
 
 use duraflash::config::DriveConfig;
-use duraflash::controller::Stats;
-use duraflash::fio::{self, Job};
+use duraflash::device::Stats;
 use duraflash::host::raid::Layout;
-use duraflash::plot::{self, LineChart, Series};
-use duraflash::smart::Smart;
+use duraflash::host::smart::Smart;
+use duraflash::lab::optimizer::{self, OptimizerReport};
+use duraflash::lab::plot::{self, LineChart, Series};
+use duraflash::lab::raid::{self, RaidReport, RaidSpec};
+use duraflash::workload::fio::{self, Job};
 use duraflash::workload::job::{fill_spec, run_job, JobResult, JobSpec, Limit};
-use duraflash::workload::optimizer::{self, OptimizerReport};
-use duraflash::workload::raid::{self, RaidReport, RaidSpec};
 use duraflash::workload::review::{self, AttoPoint, HdTach, IometerPoint};
 use duraflash::Drive;
 
-use duraflash::pattern::DataSpec;
+use duraflash::content::pattern::DataSpec;
+use duraflash::lab::torture::{self, Duration, TortureData, TortureReport, TortureSpec};
 use duraflash::trace::replay::{ReplayReport, ReplaySpec, Speed};
 use duraflash::trace::{self, BlkAction, Format, ParseOptions, TraceReader};
-use duraflash::workload::torture::{self, Duration, TortureData, TortureReport, TortureSpec};
 
 use super::{
     emit, progress_bar, setup_threads, AttoArgs, BenchArgs, BlkActionArg, CorpusArgs, Failure, HdtachArgs, IometerArgs,
@@ -55,7 +55,7 @@ impl<'a> Provenance<'a> {
 /// written, simulated) per wall-clock second over the last second or so.
 pub(crate) fn with_phases<T: Send>(quiet: bool, f: impl FnOnce(&mut dyn FnMut(&str, f64)) -> T + Send) -> T {
     let bar = progress_bar(quiet);
-    let mut last = (std::time::Instant::now(), duraflash::controller::host_bytes_moved());
+    let mut last = (std::time::Instant::now(), duraflash::device::host_bytes_moved());
     let mut tick = |phase: &str, x: f64| {
         if let Some(b) = &bar {
             if b.prefix() != phase {
@@ -64,7 +64,7 @@ pub(crate) fn with_phases<T: Send>(quiet: bool, f: impl FnOnce(&mut dyn FnMut(&s
             b.set_position((x.clamp(0.0, 1.0) * 1000.0) as u64);
             let secs = last.0.elapsed().as_secs_f64();
             if secs >= 1.0 {
-                let moved = duraflash::controller::host_bytes_moved();
+                let moved = duraflash::device::host_bytes_moved();
                 b.set_message(format!("{:.0} host MB/s", (moved - last.1) as f64 / 1e6 / secs));
                 last = (std::time::Instant::now(), moved);
             }
@@ -385,8 +385,9 @@ fn job_spec(job: &Job, capacity: u64, seed: u64) -> Result<JobSpec, String> {
         (_, _, _, Some(b)) => Limit::Bytes(b),
         _ => Limit::Bytes(length),
     };
-    let data = duraflash::pattern::DataSpec::new(job.compress_pct, job.compress_chunk as usize, job.dedupe_pct)
-        .map_err(|e| format!("job '{}': {e}", job.name))?;
+    let data =
+        duraflash::content::pattern::DataSpec::new(job.compress_pct, job.compress_chunk as usize, job.dedupe_pct)
+            .map_err(|e| format!("job '{}': {e}", job.name))?;
     Ok(JobSpec {
         name: job.name.clone(),
         rw: job.rw,
@@ -414,7 +415,7 @@ pub(super) fn run(args: RunArgs) -> Result<(), Failure> {
         .jobs
         .iter()
         .enumerate()
-        .map(|(i, j)| job_spec(j, capacity, duraflash::pattern::unit_seed(seed, i as u64)))
+        .map(|(i, j)| job_spec(j, capacity, duraflash::content::pattern::unit_seed(seed, i as u64)))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
     for spec in &specs {
@@ -565,14 +566,14 @@ const CORPUS_DEFAULT_CAPACITY: u64 = 256 << 20;
 struct CorpusOutput<'a> {
     #[serde(flatten)]
     provenance: Provenance<'a>,
-    spec: &'a duraflash::workload::corpus::CorpusSpec,
-    corpora: &'a [duraflash::workload::corpus::CorpusReport],
+    spec: &'a duraflash::lab::corpora::CorpusSpec,
+    corpora: &'a [duraflash::lab::corpora::CorpusReport],
 }
 
 /// `duraflash corpus`.
 pub(crate) fn corpus(args: CorpusArgs) -> Result<(), Failure> {
-    use duraflash::corpus::{self, Corpus};
-    use duraflash::workload::corpus::{run, CorpusSpec};
+    use duraflash::content::corpus::{self, Corpus};
+    use duraflash::lab::corpora::{run, CorpusSpec};
     setup_threads(&args.out)?;
     let dir = args.corpora_dir.clone().unwrap_or_else(corpus::default_dir);
     if args.list {
@@ -700,8 +701,8 @@ struct SweepOutput {
     seed: u64,
     precondition: f64,
     measure: f64,
-    grid: duraflash::workload::sweep::Grid,
-    points: Vec<duraflash::workload::sweep::PointResult>,
+    grid: duraflash::lab::sweep::Grid,
+    points: Vec<duraflash::lab::sweep::PointResult>,
 }
 
 /// `duraflash sweep`.
@@ -709,7 +710,7 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<(), Failure> {
     if args.out.smart {
         return Err(Failure::Usage("--smart: a sweep runs many drives; use it on `wa` for one point".into()));
     }
-    use duraflash::workload::sweep::{self as sw, Grid, PointResult};
+    use duraflash::lab::sweep::{self as sw, Grid, PointResult};
     use rayon::prelude::*;
     setup_threads(&args.out)?;
     if let Some(dir) = &args.merge {
@@ -868,7 +869,7 @@ fn merge_sweep(dir: &Path) -> Result<SweepOutput, Failure> {
 fn finish_sweep(args: &SweepArgs, out: SweepOutput) -> Result<(), Failure> {
     // Curves are named by the axes that vary besides OP.
     let g = &out.grid;
-    let label = |p: &duraflash::workload::sweep::Point| {
+    let label = |p: &duraflash::lab::sweep::Point| {
         let mut parts = Vec::new();
         if g.gc.len() > 1 {
             parts.push(p.gc.to_string());
@@ -1173,7 +1174,7 @@ fn replay_summary(cfg: &DriveConfig, path: &str, format: Format, spec: &ReplaySp
 
 /// `duraflash reproduce`.
 pub(crate) fn reproduce(args: ReproduceArgs) -> Result<(), Failure> {
-    use duraflash::report;
+    use duraflash::lab::report;
     if let Some(bad) = args.only.iter().find(|n| !report::PARTS.contains(&n.as_str())) {
         return Err(Failure::Usage(format!("--only: unknown part '{bad}' (valid: {})", report::PARTS.join(", "))));
     }
@@ -1378,11 +1379,11 @@ struct BenchOutput<'a> {
     version: &'static str,
     preset: &'a str,
     threads: usize,
-    points: &'a [duraflash::workload::bench::Point],
+    points: &'a [duraflash::lab::bench::Point],
 }
 
 pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
-    use duraflash::workload::bench::{self, BenchSpec};
+    use duraflash::lab::bench::{self, BenchSpec};
     setup_threads(&args.out)?;
     let preset = DriveConfig::preset(&args.preset).map_err(|e| Failure::Usage(format!("--preset: {e}")))?;
     let mut sizes = Vec::new();

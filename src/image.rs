@@ -36,7 +36,7 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::config::DriveConfig;
-use crate::controller::Stats;
+use crate::device::Stats;
 
 /// First bytes of every image.
 pub const MAGIC: [u8; 8] = *b"DURAFLSH";
@@ -412,7 +412,7 @@ pub fn read_table<T: Plain>(r: &mut Payload) -> Result<Vec<T>, String> {
     let count = count as usize;
     let mut items = Vec::new();
     items.try_reserve_exact(count).map_err(|e| format!("a table of {count} items: {e}"))?;
-    crate::ftl::huge_pages::advise(&items);
+    crate::huge_pages::advise(&items);
     let per_buffer = (TABLE_BUFFER_BYTES / T::BYTES).max(1);
     let mut buf = vec![0u8; per_buffer * T::BYTES];
     while items.len() < count {

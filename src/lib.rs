@@ -29,8 +29,8 @@
 //! this way; `duraflash sweep` runs whole grids.
 //!
 //! ```
-//! use duraflash::fio::{Distribution, Rw};
-//! use duraflash::pattern::DataSpec;
+//! use duraflash::workload::fio::{Distribution, Rw};
+//! use duraflash::content::pattern::DataSpec;
 //! use duraflash::workload::job::{fill_spec, run_job, JobSpec, Limit};
 //! use duraflash::{Drive, DriveConfig, Media};
 //!
@@ -70,30 +70,25 @@
 // huge pages (`ftl::huge_pages`), which cannot touch memory safety.
 #![deny(unsafe_code)]
 
-pub mod analytic;
 pub mod config;
 pub mod content;
-pub mod controller;
-pub mod corpus;
 pub mod datapath;
+pub mod device;
 pub mod error;
-pub mod fio;
 pub mod firmware;
 pub mod ftl;
 pub mod host;
+pub mod huge_pages;
 pub mod image;
+pub mod lab;
 pub mod nand;
 pub mod nbd;
-pub mod pattern;
-pub mod plot;
-pub mod report;
-pub mod smart;
 pub mod timing;
 pub mod trace;
 pub mod units;
 pub mod workload;
 
 pub use config::{DriveConfig, GcPolicy, Media};
-pub use controller::{Drive, Stats};
+pub use device::{Drive, Stats};
 pub use error::{ConfigError, DriveError};
 pub use units::{ByteSize, Lba, Lpn};

@@ -12,12 +12,12 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use duraflash::config::{DriveConfig, GcPolicy, Media};
+use duraflash::content::pattern::DataSpec;
 use duraflash::host::raid::{Level, TrimPolicy};
-use duraflash::pattern::DataSpec;
-use duraflash::smart::Smart;
+use duraflash::host::smart::Smart;
+use duraflash::lab::soak;
+use duraflash::lab::wa::{self, WaReport, WaSpec};
 use duraflash::workload::access::Access;
-use duraflash::workload::soak;
-use duraflash::workload::wa::{self, WaReport, WaSpec};
 use duraflash::{ByteSize, Drive};
 
 mod commands;
@@ -129,8 +129,8 @@ struct ReproduceArgs {
     #[arg(long, default_value = "report")]
     out: PathBuf,
     /// quick (scale models, minutes), full (the real drive sizes, hours) or tiny (seconds, for tests).
-    #[arg(long, default_value = "quick", value_parser = |s: &str| s.parse::<duraflash::report::Scale>())]
-    scale: duraflash::report::Scale,
+    #[arg(long, default_value = "quick", value_parser = |s: &str| s.parse::<duraflash::lab::report::Scale>())]
+    scale: duraflash::lab::report::Scale,
     /// Run only these parts (comma-separated): wa, corpora, torture, atto, raid, optimizer, smart.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
@@ -217,7 +217,7 @@ struct BenchArgs {
     sizes: Vec<String>,
     /// Modes: content-free, content, retained.
     #[arg(long, value_delimiter = ',', value_enum, default_value = "content-free,content,retained")]
-    modes: Vec<duraflash::workload::bench::Mode>,
+    modes: Vec<duraflash::lab::bench::Mode>,
     /// Over-provisioning of the data blocks, the same at every size.
     #[arg(long, default_value_t = 0.07)]
     op: f64,

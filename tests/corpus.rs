@@ -2,10 +2,10 @@
 //! the manifest says, compression as lz4 gives it block by block, and WAF
 //! as the data-reduction model predicts.
 
-use duraflash::corpus::{self, Corpus};
+use duraflash::content::corpus::{self, Corpus};
+use duraflash::lab::corpora::lz4_block_ratio;
+use duraflash::lab::wa::{run_with, WaReport, WaSpec};
 use duraflash::workload::access::Access;
-use duraflash::workload::corpus::lz4_block_ratio;
-use duraflash::workload::wa::{run_with, WaReport, WaSpec};
 use duraflash::{Drive, DriveConfig, Media};
 use sha2::{Digest, Sha256};
 
@@ -19,7 +19,7 @@ fn study(corpus: &Corpus, capacity: u64, pre: f64, measure: f64) -> WaReport {
     let spec = WaSpec {
         access: Access::Uniform,
         request_bytes: UNIT as u64,
-        data: duraflash::pattern::DataSpec::incompressible(),
+        data: duraflash::content::pattern::DataSpec::incompressible(),
         trim_pct: 0,
         span: 1.0,
         precondition: pre,

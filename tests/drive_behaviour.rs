@@ -4,7 +4,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use duraflash::config::Geometry;
-use duraflash::pattern::{DataSpec, PatternGen};
+use duraflash::content::pattern::{DataSpec, PatternGen};
 use duraflash::{Drive, DriveConfig, DriveError, GcPolicy, Lba, Media, Stats};
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;

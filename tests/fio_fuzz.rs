@@ -4,7 +4,7 @@
 //!
 //! `PROPTEST_CASES` sets the cases (512 by default).
 
-use duraflash::fio;
+use duraflash::workload::fio;
 use proptest::prelude::*;
 
 /// Keys the generator picks from: every key the parser supports (so the

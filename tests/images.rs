@@ -260,7 +260,7 @@ proptest! {
 /// it so that measuring does not double the memory).
 #[test]
 fn an_image_isolated_write_sweep_equals_a_cloned_one() {
-    use duraflash::pattern::DataSpec;
+    use duraflash::content::pattern::DataSpec;
     use duraflash::workload::job::{fill_spec, run_job};
     use duraflash::workload::review::{hdtach_isolated, Isolation};
     let mut cfg = DriveConfig::preset("sf2281-240g").and_then(|c| c.scaled(64 << 20)).expect("preset");

@@ -2,7 +2,7 @@
 //! and an oracle over the array's bytes.
 
 use duraflash::host::raid::{Level, TrimPolicy};
-use duraflash::workload::raid::{raid, RaidReport, RaidSpec};
+use duraflash::lab::raid::{raid, RaidReport, RaidSpec};
 use duraflash::{DriveConfig, Media};
 
 fn run(level: Level, members: usize, driver: TrimPolicy) -> RaidReport {
@@ -68,11 +68,11 @@ fn raid0_recovers_fully_at_the_default_member_size() {
 /// sweep.
 #[test]
 fn emptied_blocks_erased_in_idle_time_restore_write_speed() {
-    use duraflash::fio::{Distribution, Rw};
-    use duraflash::pattern::DataSpec;
+    use duraflash::content::pattern::DataSpec;
+    use duraflash::lab::torture::{format_trim, pause};
+    use duraflash::workload::fio::{Distribution, Rw};
     use duraflash::workload::job::{fill_spec, run_job, JobSpec, Limit};
     use duraflash::workload::review::hdtach;
-    use duraflash::workload::torture::{format_trim, pause};
     let mut cfg = DriveConfig::preset("samsung830-64g").unwrap().scaled(1 << 30).unwrap();
     cfg.media = Media::MetadataOnly;
     let cap = cfg.logical_bytes;

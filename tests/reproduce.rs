@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use duraflash::report::{fmt_ours, Report};
+use duraflash::lab::report::{fmt_ours, Report};
 
 fn duraflash(args: &[&str], corpora: Option<&Path>) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_duraflash"));

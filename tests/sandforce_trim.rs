@@ -3,7 +3,7 @@
 //! a ratio that the mechanism (placement, read path, TRIM handling, GC)
 //! must produce, and that changes when its cause does.
 
-use duraflash::workload::torture::{torture, Duration, TortureData, TortureReport, TortureSpec};
+use duraflash::lab::torture::{torture, Duration, TortureData, TortureReport, TortureSpec};
 use duraflash::DriveConfig;
 
 const CAPACITY: u64 = 512 << 20;
@@ -48,7 +48,7 @@ fn run(cfg: &DriveConfig, spec: &TortureSpec) -> TortureReport {
     r
 }
 
-fn read_ratio(r: &TortureReport, s: &duraflash::workload::torture::State) -> f64 {
+fn read_ratio(r: &TortureReport, s: &duraflash::lab::torture::State) -> f64 {
     s.read_mbps / r.clean.read_mbps
 }
 
@@ -155,8 +155,8 @@ fn a_conventional_drive_loses_write_speed_instead() {
 
 #[test]
 fn the_life_curve_throttles_writes_once_the_nand_wears_ahead_of_schedule() {
-    use duraflash::fio::{Distribution, Rw};
-    use duraflash::pattern::DataSpec;
+    use duraflash::content::pattern::DataSpec;
+    use duraflash::workload::fio::{Distribution, Rw};
     use duraflash::workload::job::{fill_spec, run_job, JobSpec, Limit};
     let mut cfg = config("sf2281-240g", "sf-5.0.3");
     cfg.firmware.life_curve.as_mut().unwrap().burst_pe = 0.5;

@@ -7,7 +7,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use duraflash::pattern::DataSpec;
+use duraflash::content::pattern::DataSpec;
 use duraflash::trace::replay::{replay, ReplayError, ReplayReport, ReplaySpec, Speed};
 use duraflash::trace::{Format, ParseOptions, TraceError, TraceReader};
 use duraflash::{Drive, DriveConfig, Lpn};

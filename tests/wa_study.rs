@@ -2,9 +2,9 @@
 //! reduction changes it. Content-free runs where bytes do not matter keep
 //! this fast.
 
-use duraflash::pattern::DataSpec;
+use duraflash::content::pattern::DataSpec;
+use duraflash::lab::wa::{run, WaReport, WaSpec};
 use duraflash::workload::access::Access;
-use duraflash::workload::wa::{run, WaReport, WaSpec};
 use duraflash::{Drive, DriveConfig, GcPolicy, Media};
 
 fn study(cfg: DriveConfig, data: DataSpec, pre: f64, measure: f64) -> WaReport {

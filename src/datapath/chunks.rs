@@ -172,9 +172,9 @@ impl ChunkStore {
     /// reservation costs no memory until records are written).
     pub fn with_capacity(dedup: bool, packing: Packing, chunks: usize) -> Self {
         let records = Vec::with_capacity(chunks);
-        crate::ftl::huge_pages::advise(&records);
+        crate::huge_pages::advise(&records);
         let fingerprints = Vec::with_capacity(if dedup { chunks } else { 0 });
-        crate::ftl::huge_pages::advise(&fingerprints);
+        crate::huge_pages::advise(&fingerprints);
         ChunkStore {
             dedup,
             packing,
@@ -530,7 +530,7 @@ impl FlatIndex {
         // Straight from the old table into the new one, without a list of
         // ids beside them (200 MB at a full 240 GB drive).
         let old = std::mem::replace(&mut self.slots, vec![0; size]);
-        crate::ftl::huge_pages::advise(&self.slots);
+        crate::huge_pages::advise(&self.slots);
         let old_ids = self.id_mask();
         self.tag_bits = tag_bits;
         for slot in old.into_iter().filter(|&s| s != 0) {

@@ -22,7 +22,7 @@ impl L2pMap {
     /// A map of `units` unmapped entries.
     pub fn new(units: u64) -> Self {
         let entries = vec![0; units as usize];
-        crate::ftl::huge_pages::advise(&entries);
+        crate::huge_pages::advise(&entries);
         L2pMap { entries }
     }
 

@@ -4,7 +4,6 @@
 //! The controller composes them; each is usable and testable alone.
 
 pub mod greedy;
-pub mod huge_pages;
 pub mod map;
 pub mod map_cache;
 pub mod space;

@@ -6,8 +6,8 @@
 //! drive hears nothing unless the wiper (or a TRIM-aware OS) tells it.
 
 use crate::host::{BlockDevice, HostQueue};
+use crate::lab::torture::DSM_ENTRIES_PER_COMMAND;
 use crate::units::{Lba, SECTOR_BYTES};
-use crate::workload::torture::DSM_ENTRIES_PER_COMMAND;
 
 /// Bytes of one cluster (the allocation unit).
 pub const CLUSTER_BYTES: u64 = 4096;

@@ -13,7 +13,7 @@ use std::str::FromStr;
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::controller::Drive;
+use crate::device::Drive;
 use crate::error::DriveError;
 use crate::host::{BlockDevice, HostQueue};
 use crate::units::{Lba, SimTime, SECTOR_BYTES};

@@ -2,7 +2,7 @@
 //! Prometheus text exposition of the same counters, and a minimal
 //! HTTP/1.0 responder for `GET /metrics`.
 //!
-//! The SMART attributes come from [`crate::smart`]: the drive vendor's
+//! The SMART attributes come from [`crate::host::smart`]: the drive vendor's
 //! table, raw values in each attribute's unit.
 
 use std::fmt::Write as _;

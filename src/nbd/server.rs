@@ -28,7 +28,7 @@ use std::thread::JoinHandle;
 use serde::Serialize;
 
 use super::protocol::*;
-use crate::controller::{Drive, Stats};
+use crate::device::{Drive, Stats};
 use crate::error::DriveError;
 use crate::host::{CommandKind, HostQueue, LatencyHistogram, QueueSummary};
 use crate::units::{Lba, Lpn, SECTOR_BYTES};
@@ -149,7 +149,7 @@ pub struct Snapshot {
     /// The drive's counters.
     pub stats: Stats,
     /// The drive's SMART attributes.
-    pub smart: crate::smart::Smart,
+    pub smart: crate::host::smart::Smart,
     /// Requests served.
     pub served: Served,
     /// Simulated latencies, when asked for (see [`Server::snapshot`]).
@@ -314,7 +314,7 @@ impl Server {
             sim_seconds: s.drive.now().secs(),
             size_bytes: self.size,
             stats: s.drive.stats(),
-            smart: crate::smart::Smart::of(&s.drive),
+            smart: crate::host::smart::Smart::of(&s.drive),
             served: Served {
                 connections: get(&c.connections),
                 open_connections: self.open.load(Ordering::Relaxed) as u64,

@@ -21,10 +21,10 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::config::Media;
-use crate::controller::{Drive, Stats};
+use crate::content::pattern::{unit_seed, DataSpec, PatternGen};
+use crate::device::{Drive, Stats};
 use crate::error::DriveError;
 use crate::host::{CommandKind, HostQueue, LatencyHistogram, QueueSummary};
-use crate::pattern::{unit_seed, DataSpec, PatternGen};
 use crate::trace::{ContentHash, Op, TraceError, TraceRecord};
 use crate::units::{Lba, SimTime, SECTOR_BYTES};
 use crate::workload::job::BATCH_BYTES;

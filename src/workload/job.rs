@@ -4,12 +4,12 @@
 
 use serde::Serialize;
 
+use crate::content::pattern::{unit_seed, DataSpec, PatternGen};
 use crate::content::Content;
-use crate::fio::{Distribution, Rw};
 use crate::host::{BlockDevice, CommandKind, HostQueue, QueueSummary};
-use crate::pattern::{unit_seed, DataSpec, PatternGen};
 use crate::units::{Lba, SECTOR_BYTES};
 use crate::workload::access::{Access, SlotStream};
+use crate::workload::fio::{Distribution, Rw};
 
 /// Writes gathered into one pipeline batch at most (timing stays per
 /// command)...

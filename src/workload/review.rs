@@ -5,10 +5,10 @@
 
 use serde::Serialize;
 
-use crate::controller::Drive;
-use crate::fio::{Distribution, Rw};
+use crate::content::pattern::{unit_seed, DataSpec};
+use crate::device::Drive;
 use crate::host::BlockDevice;
-use crate::pattern::{unit_seed, DataSpec};
+use crate::workload::fio::{Distribution, Rw};
 use crate::workload::job::{run_job, JobSpec, Limit};
 
 /// HD Tach's request size in the model: 128 KiB sequential commands at

@@ -8,13 +8,13 @@
 use serde::Serialize;
 
 use crate::config::DriveConfig;
-use crate::controller::Drive;
-use crate::fio::{Distribution, Rw};
+use crate::content::pattern::{unit_seed, DataSpec};
+use crate::device::Drive;
 use crate::firmware::DSM_MAX_SECTORS;
 use crate::host::{BlockDevice, HostQueue};
-use crate::pattern::{unit_seed, DataSpec};
-use crate::plot::{LineChart, Series};
+use crate::lab::plot::{LineChart, Series};
 use crate::units::Lba;
+use crate::workload::fio::{Distribution, Rw};
 use crate::workload::job::{fill_spec, run_job, JobSpec, Limit};
 use crate::workload::review::{atto, hdtach_isolated, AttoPoint, HdTach, Isolation, HDTACH_REQUEST};
 
@@ -128,7 +128,7 @@ pub struct TortureReport {
     pub after_second_trim: State,
     /// SMART attributes at the end (the CLI adds them to JSON when asked).
     #[serde(skip)]
-    pub smart: crate::smart::Smart,
+    pub smart: crate::host::smart::Smart,
 }
 
 /// TRIMs every LBA the way Windows does on a format: ranges of at most
@@ -226,7 +226,7 @@ pub fn torture(
         tortured,
         after_trim,
         after_second_trim,
-        smart: crate::smart::Smart::of(&drive),
+        smart: crate::host::smart::Smart::of(&drive),
     })
 }
 

@@ -3,7 +3,7 @@
 //! Fill the drive sequentially, run random writes for `precondition`
 //! drive-writes to reach steady state, then measure WAF over `measure`
 //! drive-writes. Alongside the measurement it evaluates the analytic
-//! models ([`crate::analytic`]) at the space the data really had: the
+//! models ([`crate::lab::analytic`]) at the space the data really had: the
 //! physical bytes minus the time-averaged unwritten space (free blocks and
 //! open-block tails), over the time-averaged stored bytes of live data;
 //! with compression or dedup each host write first costs only the stored
@@ -11,12 +11,12 @@
 
 use serde::Serialize;
 
-use crate::analytic;
 use crate::config::DriveConfig;
+use crate::content::pattern::{unit_seed, DataSpec, PatternGen};
 use crate::content::Content;
-use crate::controller::{Drive, Stats};
+use crate::device::{Drive, Stats};
 use crate::error::DriveError;
-use crate::pattern::{unit_seed, DataSpec, PatternGen};
+use crate::lab::analytic;
 use crate::units::{Lba, Lpn, SECTOR_BYTES};
 use crate::workload::access::{Access, SlotStream};
 use crate::workload::job::BATCH_BYTES;

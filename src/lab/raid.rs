@@ -7,15 +7,15 @@
 use serde::Serialize;
 
 use crate::config::DriveConfig;
-use crate::controller::Drive;
-use crate::fio::{Distribution, Rw};
+use crate::content::pattern::{unit_seed, DataSpec};
+use crate::device::Drive;
 use crate::host::raid::{Array, Layout, Level, TrimPolicy};
+use crate::host::smart::Smart;
 use crate::host::BlockDevice;
-use crate::pattern::{unit_seed, DataSpec};
-use crate::smart::Smart;
+use crate::lab::torture::{format_trim, pause};
+use crate::workload::fio::{Distribution, Rw};
 use crate::workload::job::{fill_spec, run_job, JobSpec, Limit};
 use crate::workload::review::{hdtach_sized, HdTach};
-use crate::workload::torture::{format_trim, pause};
 
 /// Commands of each random-read measurement.
 pub const RANDOM_READ_OPS: u64 = 4000;

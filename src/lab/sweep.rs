@@ -1,16 +1,16 @@
 //! Parameter sweeps of the write-amplification study (`duraflash sweep`):
 //! a grid over OP, GC policy, pages per block, compressibility, dedup,
 //! TRIM share and workload. Every point is a self-contained
-//! [`crate::workload::wa`] run with its own seed, so points run in
+//! [`crate::lab::wa`] run with its own seed, so points run in
 //! parallel, one machine or many, and always give the same numbers.
 
 use serde::{Deserialize, Serialize};
 
 use crate::config::{DriveConfig, GcPolicy};
-use crate::controller::Drive;
-use crate::pattern::{unit_seed, DataSpec};
+use crate::content::pattern::{unit_seed, DataSpec};
+use crate::device::Drive;
+use crate::lab::wa::{self, WaSpec};
 use crate::workload::access::Access;
-use crate::workload::wa::{self, WaSpec};
 
 /// The axes of a sweep; every combination is a point.
 #[derive(Clone, Debug, Serialize, Deserialize)]

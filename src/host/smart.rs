@@ -13,7 +13,7 @@
 use serde::Serialize;
 
 use crate::config::DriveConfig;
-use crate::controller::{Drive, Stats};
+use crate::device::{Drive, Stats};
 use crate::units::SimTime;
 
 const GIB: u64 = 1 << 30;
@@ -177,8 +177,8 @@ pub fn waf_between(before: &Smart, after: &Smart) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fio::{Distribution, Rw};
-    use crate::pattern::DataSpec;
+    use crate::content::pattern::DataSpec;
+    use crate::workload::fio::{Distribution, Rw};
     use crate::workload::job::{fill_spec, run_job, JobSpec, Limit};
 
     fn exercised(preset: &str) -> (Drive, Smart, Stats) {

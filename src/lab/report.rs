@@ -14,12 +14,12 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::config::DriveConfig;
-use crate::corpus::{self, Corpus};
-use crate::plot::{self, BarChart, LineChart, Series};
-use crate::workload::corpus::{self as corpus_bench, CorpusSpec};
+use crate::content::corpus::{self, Corpus};
+use crate::lab::corpora::{self as corpus_bench, CorpusSpec};
+use crate::lab::plot::{self, BarChart, LineChart, Series};
+use crate::lab::sweep::{self, Point};
+use crate::lab::torture::{self, Duration, TortureData, TortureReport, TortureSpec};
 use crate::workload::review::AttoPoint;
-use crate::workload::sweep::{self, Point};
-use crate::workload::torture::{self, Duration, TortureData, TortureReport, TortureSpec};
 
 /// How big the drives are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -483,7 +483,7 @@ fn atto_part(
 
 fn raid_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
     use crate::host::raid::{Level, TrimPolicy};
-    use crate::workload::raid::{raid, RaidSpec};
+    use crate::lab::raid::{raid, RaidSpec};
     let part = empty(
         "raid",
         "TRIM through RAID-0 (two Samsung 830 64 GB)",
@@ -581,7 +581,7 @@ fn raid_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> 
 }
 
 fn optimizer_part(scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
-    use crate::workload::optimizer::{optimizer, REVIEW_SCORES};
+    use crate::lab::optimizer::{optimizer, REVIEW_SCORES};
     let part = empty(
         "optimizer",
         "Manual TRIM: Intel SSD Optimizer on an X25-M G2",
@@ -613,7 +613,7 @@ fn optimizer_part(scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
 }
 
 fn smart_part(scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
-    use crate::smart::{waf_between, Smart};
+    use crate::host::smart::{waf_between, Smart};
     use crate::workload::job::{fill_spec, run_job, JobSpec, Limit};
     let part = empty(
         "smart",
@@ -631,20 +631,20 @@ fn smart_part(scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
             let cfg = model(preset, Some(capacity), seed)?;
             let cap = cfg.logical_bytes;
             let mut drive = crate::Drive::new(cfg).map_err(|e| e.to_string())?;
-            let data = crate::pattern::DataSpec::compressible(50).map_err(|e| e.to_string())?;
+            let data = crate::content::pattern::DataSpec::compressible(50).map_err(|e| e.to_string())?;
             let before_stats = drive.stats();
             let before = Smart::of(&drive);
             run_job(&mut drive, &fill_spec(cap, 128 << 10, 32, data, seed), &mut |_| {})?;
             let random = JobSpec {
                 name: "randwrite".into(),
-                rw: crate::fio::Rw::RandWrite,
+                rw: crate::workload::fio::Rw::RandWrite,
                 bs: 4096,
                 iodepth: 32,
                 offset: 0,
                 length: cap,
                 limit: Limit::Bytes(2 * cap),
                 rwmixread: 0,
-                distribution: crate::fio::Distribution::Random,
+                distribution: crate::workload::fio::Distribution::Random,
                 data,
                 seed,
             };

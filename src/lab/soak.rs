@@ -14,7 +14,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::controller::{Drive, Stats};
+use crate::device::{Drive, Stats};
 use crate::units::{Lba, Lpn};
 
 /// What to run.

@@ -1,7 +1,7 @@
 //! `duraflash bench`: what simulating costs on this machine, and how that
 //! cost grows with the drive.
 //!
-//! Each point is the steady-state WA study ([`crate::workload::wa`]): fill,
+//! Each point is the steady-state WA study ([`crate::lab::wa`]): fill,
 //! uniform 4 KiB random writes to steady state, then a measured phase whose
 //! CPU time (every thread) and wall time are taken. Three modes:
 //! `content-free` (no bytes generated, compressed, hashed or stored: what
@@ -12,11 +12,11 @@
 use serde::Serialize;
 
 use crate::config::{DriveConfig, GcPolicy, Media};
-use crate::controller::{Drive, Footprint};
-use crate::pattern::DataSpec;
-use crate::plot::{LineChart, Series};
+use crate::content::pattern::DataSpec;
+use crate::device::{Drive, Footprint};
+use crate::lab::plot::{LineChart, Series};
+use crate::lab::wa::{self, Speed, WaSpec};
 use crate::workload::access::Access;
-use crate::workload::wa::{self, Speed, WaSpec};
 
 /// What a bench point writes and keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]

@@ -11,13 +11,13 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::controller::Drive;
+use crate::content::pattern::{unit_seed, DataSpec};
+use crate::device::Drive;
 use crate::host::fs::{wipe, FileId, FileSystem, CLUSTER_BYTES};
 use crate::host::{BlockDevice, CommandKind, HostQueue};
-use crate::pattern::{unit_seed, DataSpec};
+use crate::lab::torture::pause;
 use crate::units::{Lba, SECTOR_BYTES};
 use crate::workload::job::{fill_spec, run_job};
-use crate::workload::torture::pause;
 
 /// Commands kept outstanding by the trace (the light desktop trace of the
 /// review averaged 6.09).
@@ -126,7 +126,7 @@ pub struct OptimizerReport {
     /// SMART attributes of the drive after the wiper's trace (the CLI
     /// adds them to JSON when asked).
     #[serde(skip)]
-    pub smart: crate::smart::Smart,
+    pub smart: crate::host::smart::Smart,
 }
 
 /// Commands writing or reading `file` sequentially in requests of at
@@ -330,7 +330,7 @@ pub fn optimizer(drive: &Drive, seed: u64, progress: &mut dyn FnMut(&str, f64)) 
         waf: [clean_score.waf, used_score.waf, after_score.waf],
         avg_qd: clean_score.avg_qd,
         states: [clean_score, used_score, after_score],
-        smart: crate::smart::Smart::of(&wiped),
+        smart: crate::host::smart::Smart::of(&wiped),
     })
 }
 

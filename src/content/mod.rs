@@ -1,8 +1,11 @@
 //! What written units contain: generated fio-style patterns
-//! ([`crate::pattern::PatternGen`]) or real data ([`crate::corpus`]).
+//! ([`crate::content::pattern::PatternGen`]) or real data ([`crate::content::corpus`]).
 //! Workloads ask a [`Content`] for the bytes of each write.
 
-use crate::pattern::PatternGen;
+pub mod corpus;
+pub mod pattern;
+
+use crate::content::pattern::PatternGen;
 use crate::units::Lba;
 
 /// A source of write payloads.

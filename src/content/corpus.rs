@@ -17,8 +17,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Deserialize;
 
+use crate::content::pattern::{DataSpec, PatternGen};
 use crate::content::Content;
-use crate::pattern::{DataSpec, PatternGen};
 use crate::units::{Lba, SECTOR_BYTES};
 
 /// Bytes of each generated corpus.

@@ -1,5 +1,5 @@
 //! The corpus benchmark behind `duraflash corpus`: each corpus is tiled
-//! over a share of the drive ([`crate::corpus::Tiled`]), overwritten at
+//! over a share of the drive ([`crate::content::corpus::Tiled`]), overwritten at
 //! random to steady state, and measured: what compression and dedup gain
 //! on it, the steady-state WAF beside the data-reduction model, simulated
 //! sequential and 4 KiB random write speed, and how fast the real
@@ -11,13 +11,13 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::config::DriveConfig;
-use crate::controller::Drive;
-use crate::corpus::Corpus;
-use crate::fio::{Distribution, Rw};
+use crate::content::corpus::Corpus;
+use crate::device::Drive;
+use crate::lab::wa::{run_with, WaSpec};
 use crate::units::{Lba, SECTOR_BYTES};
 use crate::workload::access::Access;
+use crate::workload::fio::{Distribution, Rw};
 use crate::workload::job::{run_job_with, JobSpec, Limit};
-use crate::workload::wa::{run_with, WaSpec};
 
 /// Bytes each simulated write-speed job writes (at most the span).
 const SPEED_JOB_BYTES: u64 = 64 << 20;
@@ -85,7 +85,7 @@ pub struct CorpusReport {
     /// SMART attributes of the steady-state drive (the CLI adds them to
     /// JSON when asked).
     #[serde(skip)]
-    pub smart: crate::smart::Smart,
+    pub smart: crate::host::smart::Smart,
 }
 
 /// lz4 on `corpus` in `unit`-byte blocks: stored bytes over raw bytes,
@@ -117,7 +117,7 @@ pub fn run(
     let wa = WaSpec {
         access: Access::Uniform,
         request_bytes: unit as u64,
-        data: crate::pattern::DataSpec::incompressible(),
+        data: crate::content::pattern::DataSpec::incompressible(),
         trim_pct: 0,
         span: spec.share,
         precondition: spec.precondition,
@@ -140,7 +140,7 @@ pub fn run(
             limit: Limit::Bytes(SPEED_JOB_BYTES.min(length)),
             rwmixread: 0,
             distribution: Distribution::Random,
-            data: crate::pattern::DataSpec::incompressible(),
+            data: crate::content::pattern::DataSpec::incompressible(),
             seed: spec.seed ^ salt,
         };
         // Past the first pass every write takes a fresh permutation.
@@ -169,7 +169,7 @@ pub fn run(
         pipeline_ratio: speed.wall.0 / speed.wall.1,
         pipeline_cpu_mbps: speed.cpu.0,
         raw_cpu_mbps: speed.cpu.1,
-        smart: crate::smart::Smart::of(&drive),
+        smart: crate::host::smart::Smart::of(&drive),
     })
 }
 

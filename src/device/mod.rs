@@ -1368,7 +1368,7 @@ impl Drive {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pattern::{DataSpec, PatternGen};
+    use crate::content::pattern::{DataSpec, PatternGen};
 
     /// A drive filled with unique, incompressible units: one sealed block
     /// a die.

@@ -6,12 +6,13 @@ use std::collections::BinaryHeap;
 
 use serde::Serialize;
 
-use crate::controller::Drive;
+use crate::device::Drive;
 use crate::error::DriveError;
 use crate::units::{Lba, SimTime};
 
 pub mod fs;
 pub mod raid;
+pub mod smart;
 
 /// What workloads and benchmarks drive: one [`Drive`] or a
 /// [`raid::Array`] of them. Commands are issued through a [`HostQueue`]
