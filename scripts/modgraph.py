@@ -31,6 +31,10 @@ LAYERS = [
 ]
 
 
+# The binary's own modules (declared by src/main.rs): all of layer `cli`.
+BINARY_MODULES = ("cli", "bin", "commands", "serve")
+
+
 def strip_tests(text):
     """Drop `#[cfg(test)] mod ... { ... }` blocks and comments."""
     text = re.sub(r"//[^\n]*", "", text)
@@ -54,7 +58,7 @@ def module_of(path):
         rel = rel[:-1]
     if rel in (["lib"], ["main"]):
         return ["cli"] if rel == ["main"] else []
-    if rel[0] == "bin" or rel[0] == "cli":
+    if rel[0] in BINARY_MODULES:
         return ["cli"] + rel[1:]
     return rel
 

@@ -50,24 +50,16 @@ impl<'a> Provenance<'a> {
 }
 
 /// Runs `f` with a progress callback that names the current phase and the
-/// fraction done, drawn as one bar (none when `quiet` or not a terminal).
-/// The bar's message is the simulation rate: host MB moved (read and
-/// written, simulated) per wall-clock second over the last second or so.
+/// fraction done, drawn as one bar (none when `quiet` or not a terminal),
+/// with the time elapsed and an estimate of the time left.
 pub(crate) fn with_phases<T: Send>(quiet: bool, f: impl FnOnce(&mut dyn FnMut(&str, f64)) -> T + Send) -> T {
     let bar = progress_bar(quiet);
-    let mut last = (std::time::Instant::now(), duraflash::device::host_bytes_moved());
     let mut tick = |phase: &str, x: f64| {
         if let Some(b) = &bar {
             if b.prefix() != phase {
                 b.set_prefix(phase.to_string());
             }
             b.set_position((x.clamp(0.0, 1.0) * 1000.0) as u64);
-            let secs = last.0.elapsed().as_secs_f64();
-            if secs >= 1.0 {
-                let moved = duraflash::device::host_bytes_moved();
-                b.set_message(format!("{:.0} host MB/s", (moved - last.1) as f64 / 1e6 / secs));
-                last = (std::time::Instant::now(), moved);
-            }
         }
     };
     // On a pool thread, the run's parallel steps (content generation,

@@ -312,7 +312,7 @@ impl DriveConfig {
                 },
                 "generic",
             ),
-            other => return Err(ConfigError::UnknownPreset(other.to_string())),
+            other => return Err(ConfigError::UnknownPreset { name: other.to_string(), valid: &PRESETS }),
         };
         let gc = GcConfig { policy: gc.policy, ..GcConfig::for_geometry(&geometry) };
         Ok(DriveConfig {
@@ -454,10 +454,9 @@ impl DriveConfig {
     }
 
     /// How the chunk table packs extents for this geometry and unit.
-    pub fn packing(&self) -> Result<crate::datapath::chunks::Packing, ConfigError> {
+    pub fn packing(&self) -> Result<crate::units::ExtentPacking, ConfigError> {
         let g = &self.geometry;
-        crate::datapath::chunks::Packing::new(g.total_blocks(), g.block_bytes() as u32, self.unit_bytes)
-            .map_err(|e| ConfigError::invalid("geometry", e))
+        crate::units::ExtentPacking::new(g.total_blocks(), g.block_bytes() as u32, self.unit_bytes)
     }
 
     /// Mapping units on the drive.

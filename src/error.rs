@@ -12,12 +12,12 @@ pub enum ConfigError {
     /// A field holds a value outside its valid range.
     #[error("invalid config field `{field}`: {reason}")]
     Invalid { field: &'static str, reason: String },
-    /// A preset name that is not built in.
-    #[error("unknown preset '{0}' (valid: {list})", list = crate::config::PRESETS.join(", "))]
-    UnknownPreset(String),
-    /// A firmware profile name that is not built in.
-    #[error("unknown firmware '{0}' (valid: {list})", list = crate::firmware::PROFILES.join(", "))]
-    UnknownFirmware(String),
+    /// A preset name that is not built in; `valid` lists those that are.
+    #[error("unknown preset '{name}' (valid: {})", valid.join(", "))]
+    UnknownPreset { name: String, valid: &'static [&'static str] },
+    /// A firmware profile name that is not built in; `valid` lists those that are.
+    #[error("unknown firmware '{name}' (valid: {})", valid.join(", "))]
+    UnknownFirmware { name: String, valid: &'static [&'static str] },
     /// A TOML file that does not parse into a config.
     #[error("cannot parse drive config: {0}")]
     Parse(String),

@@ -81,7 +81,7 @@ impl Firmware {
                 incomplete_trim: false,
                 life_curve: None,
             }),
-            other => Err(ConfigError::UnknownFirmware(other.to_string())),
+            other => Err(ConfigError::UnknownFirmware { name: other.to_string(), valid: &PROFILES }),
         }
     }
 

@@ -1,4 +1,6 @@
-//! Drive images: the whole state of a [`Drive`](crate::Drive) in one file.
+//! The drive image format: sections of a file, checksummed and replaced
+//! atomically. What a drive puts in them is the device's business
+//! (`device::persist`); this module knows nothing of drives.
 //!
 //! Layout (all integers little-endian):
 //!
@@ -36,7 +38,6 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::config::DriveConfig;
-use crate::device::Stats;
 
 /// First bytes of every image.
 pub const MAGIC: [u8; 8] = *b"DURAFLSH";
@@ -91,7 +92,7 @@ pub enum ImageError {
     ConfigMismatch(String),
 }
 
-fn tag_name(tag: &[u8; 4]) -> String {
+pub fn tag_name(tag: &[u8; 4]) -> String {
     String::from_utf8_lossy(tag).trim_end().to_string()
 }
 
@@ -205,7 +206,7 @@ impl ImageWriter {
     }
 }
 
-fn io_err(op: &'static str, path: &Path, source: io::Error) -> ImageError {
+pub fn io_err(op: &'static str, path: &Path, source: io::Error) -> ImageError {
     ImageError::Io { op, path: path.to_path_buf(), source }
 }
 
@@ -313,6 +314,11 @@ impl ImageReader {
     /// Decodes a JSON section.
     pub fn json_section<T: DeserializeOwned>(&mut self, tag: [u8; 4]) -> Result<T, ImageError> {
         self.section(tag, |r| serde_json::from_reader(r).map_err(|e| e.to_string()))
+    }
+
+    /// Payload bytes of the section read last.
+    pub fn last_len(&self) -> u64 {
+        self.last_len
     }
 
     /// Skips the next section (its checksum unverified); returns its length.
@@ -429,52 +435,8 @@ pub fn read_table<T: Plain>(r: &mut Payload) -> Result<Vec<T>, String> {
 }
 
 /// Writes `value` as a JSON section body.
-pub(crate) fn json_section(w: &mut dyn Write, value: &impl Serialize) -> io::Result<()> {
+pub fn json_section(w: &mut dyn Write, value: &impl Serialize) -> io::Result<()> {
     serde_json::to_writer(w, value).map_err(io::Error::other)
-}
-
-/// What an image's `STAT` section holds: enough to describe the drive
-/// without reading the rest.
-#[derive(Clone, Debug, Serialize, serde::Deserialize)]
-pub struct ImageSummary {
-    /// Version of duraflash that wrote the image.
-    pub written_by: String,
-    /// Simulated time of the latest completion, in nanoseconds.
-    pub now_ns: u64,
-    /// The drive's counters when it was saved.
-    pub stats: Stats,
-}
-
-/// What `duraflash image info` shows: the config and summary (checksums
-/// verified) and every section's size (the large ones not read).
-#[derive(Clone, Debug, Serialize)]
-pub struct ImageInfo {
-    /// Format version.
-    pub version: u32,
-    /// The drive's config.
-    pub config: DriveConfig,
-    /// Counters and clock.
-    pub summary: ImageSummary,
-    /// Each section's tag and payload bytes, in file order.
-    pub sections: Vec<(String, u64)>,
-    /// Size of the file.
-    pub file_bytes: u64,
-}
-
-/// Reads an image's header, config and summary, and walks its sections.
-pub fn inspect(path: &Path) -> Result<ImageInfo, ImageError> {
-    let file_bytes = std::fs::metadata(path).map_err(|e| io_err("stat", path, e))?.len();
-    let mut r = ImageReader::open(path)?;
-    let mut sections = Vec::new();
-    let config: DriveConfig = r.json_section(SECTIONS[0])?;
-    sections.push((tag_name(&SECTIONS[0]), r.last_len));
-    let summary: ImageSummary = r.json_section(SECTIONS[1])?;
-    sections.push((tag_name(&SECTIONS[1]), r.last_len));
-    for tag in &SECTIONS[2..] {
-        sections.push((tag_name(tag), r.skip_section(*tag)?));
-    }
-    r.finish()?;
-    Ok(ImageInfo { version: VERSION, config, summary, sections, file_bytes })
 }
 
 /// The config fields (dotted paths) in which `a` and `b` differ.

@@ -718,7 +718,7 @@ fn save_image(drive: &Drive, image: Option<&std::path::Path>) -> Result<(), Fail
 }
 
 fn image_info(path: &std::path::Path, out: &Output) -> Result<(), Failure> {
-    let info = duraflash::image::inspect(path).map_err(|e| Failure::Run(format!("{}: {e}", path.display())))?;
+    let info = duraflash::device::inspect(path).map_err(|e| Failure::Run(format!("{}: {e}", path.display())))?;
     let (c, s) = (&info.config, &info.summary.stats);
     let mut summary = format!(
         "{}: duraflash image version {} ({} bytes, written by duraflash {})\n",
@@ -974,7 +974,7 @@ fn progress_bar(quiet: bool) -> Option<ProgressBar> {
     }
     let bar = ProgressBar::new(1000);
     bar.set_style(
-        ProgressStyle::with_template("{prefix:>12} [{bar:30}] {percent:>3}% {msg} {elapsed_precise} eta {eta}")
+        ProgressStyle::with_template("{prefix:>12} [{bar:30}] {percent:>3}% {elapsed_precise} eta {eta}")
             .expect("static template")
             .progress_chars("=> "),
     );

@@ -130,7 +130,7 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
     let snapshot = server.snapshot(true).ok_or_else(|| Failure::Run("the drive failed (internal error)".into()))?;
     let invariants = match server.with_drive(|d| d.check_invariants()) {
         Some(Ok(())) => "ok".to_string(),
-        Some(Err(e)) => e,
+        Some(Err(e)) => e.to_string(),
         None => "the drive failed (internal error)".to_string(),
     };
     eprintln!("{}", summary_line(&snapshot));

@@ -11,6 +11,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::ConfigError;
+
 /// Bytes in one host sector (the unit of [`Lba`]).
 pub const SECTOR_BYTES: u64 = 512;
 
@@ -247,8 +249,82 @@ impl fmt::Display for ByteSize {
     }
 }
 
+/// Where a chunk's stored bytes sit: `len` bytes from byte `offset` of
+/// `block`. A chunk never crosses a block boundary; it may cross pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NandExtent {
+    /// The erase block.
+    pub block: BlockId,
+    /// Byte offset inside the block.
+    pub offset: u32,
+    /// Stored (compressed) length in bytes.
+    pub len: u32,
+}
+
+impl NandExtent {
+    /// Pages `first..=last` of the block that this extent touches.
+    pub fn pages(&self, page_bytes: Divisor) -> (u32, u32) {
+        (self.offset / page_bytes, (self.offset + self.len - 1) / page_bytes)
+    }
+}
+
+/// How an extent packs into 64 bits: the length in the low `len_bits`,
+/// the offset above it in `offset_bits`, the block in the rest.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExtentPacking {
+    offset_bits: u8,
+    len_bits: u8,
+}
+
+impl ExtentPacking {
+    /// The packing for blocks of `block_bytes` and chunks of at most
+    /// `unit_bytes`, or an error when `blocks` blocks do not fit the rest.
+    pub fn new(blocks: u32, block_bytes: u32, unit_bytes: u32) -> Result<Self, ConfigError> {
+        let bits = |max: u32| (32 - max.leading_zeros()) as u8;
+        let p = ExtentPacking { offset_bits: bits(block_bytes.saturating_sub(1)), len_bits: bits(unit_bytes) };
+        let block_bits = 64 - u32::from(p.offset_bits + p.len_bits);
+        if block_bits < 32 && blocks > (1 << block_bits) {
+            return Err(ConfigError::invalid(
+                "geometry",
+                format!("{blocks} blocks of {block_bytes} bytes do not fit a 64-bit chunk extent"),
+            ));
+        }
+        Ok(p)
+    }
+
+    pub(crate) fn pack(self, e: NandExtent) -> [u32; 2] {
+        let v = (u64::from(e.block.0) << (self.offset_bits + self.len_bits))
+            | (u64::from(e.offset) << self.len_bits)
+            | u64::from(e.len);
+        [v as u32, (v >> 32) as u32]
+    }
+
+    pub(crate) fn unpack(self, w: [u32; 2]) -> NandExtent {
+        let v = u64::from(w[0]) | (u64::from(w[1]) << 32);
+        let mask = |bits: u8| (1u64 << bits) - 1;
+        NandExtent {
+            block: BlockId((v >> (self.offset_bits + self.len_bits)) as u32),
+            offset: ((v >> self.len_bits) & mask(self.offset_bits)) as u32,
+            len: (v & mask(self.len_bits)) as u32,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn extents_pack_and_unpack_at_the_limits() {
+        let p = ExtentPacking::new(1 << 20, 2 << 20, 4096).unwrap();
+        for e in [
+            NandExtent { block: BlockId(0), offset: 0, len: 1 },
+            NandExtent { block: BlockId((1 << 20) - 1), offset: (2 << 20) - 1, len: 4096 },
+            NandExtent { block: BlockId(12345), offset: 777_777, len: 2048 },
+        ] {
+            assert_eq!(p.unpack(p.pack(e)), e);
+        }
+        assert!(ExtentPacking::new(u32::MAX, u32::MAX, 1 << 20).is_err(), "too many blocks for the bits left");
+    }
+
     use super::*;
 
     fn check_divisor(d: u32, n: u32) {

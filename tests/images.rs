@@ -100,7 +100,7 @@ fn save_then_load_is_the_same_drive() {
     assert_eq!(loaded.config(), drive.config());
     loaded.check_invariants().expect("invariants");
     assert_eq!(whole(&mut loaded), whole(&mut drive));
-    let info = image::inspect(&path).expect("inspect");
+    let info = duraflash::device::inspect(&path).expect("inspect");
     assert_eq!(info.version, image::VERSION);
     // The summary is JSON: compare the integer counters (floats may differ in the last bit).
     let s = &info.summary.stats;

@@ -25,75 +25,17 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::image::{codec, read_table, write_table, Payload, Plain};
-use crate::units::{BlockId, ChunkId, Divisor, Fingerprint};
-
-/// Where a chunk's stored bytes sit: `len` bytes from byte `offset` of
-/// `block`. A chunk never crosses a block boundary; it may cross pages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Extent {
-    /// The erase block.
-    pub block: BlockId,
-    /// Byte offset inside the block.
-    pub offset: u32,
-    /// Stored (compressed) length in bytes.
-    pub len: u32,
-}
-
-impl Extent {
-    /// Pages `first..=last` of the block that this extent touches.
-    pub fn pages(&self, page_bytes: Divisor) -> (u32, u32) {
-        (self.offset / page_bytes, (self.offset + self.len - 1) / page_bytes)
-    }
-}
+use crate::units::{ChunkId, ExtentPacking, Fingerprint, NandExtent};
 
 /// One stored content, as the store hands it out (its fingerprint is kept
 /// apart: see [`ChunkStore::fingerprint`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Chunk {
     /// Where its bytes are.
-    pub extent: Extent,
+    pub extent: NandExtent,
     /// Map entries pointing here. Invariant: 0 exactly when the record is
     /// on the free list.
     pub refs: u32,
-}
-
-/// How an extent packs into 64 bits: the length in the low `len_bits`,
-/// the offset above it in `offset_bits`, the block in the rest.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Packing {
-    offset_bits: u8,
-    len_bits: u8,
-}
-
-impl Packing {
-    /// The packing for blocks of `block_bytes` and chunks of at most
-    /// `unit_bytes`, or an error when `blocks` blocks do not fit the rest.
-    pub fn new(blocks: u32, block_bytes: u32, unit_bytes: u32) -> Result<Self, String> {
-        let bits = |max: u32| (32 - max.leading_zeros()) as u8;
-        let p = Packing { offset_bits: bits(block_bytes.saturating_sub(1)), len_bits: bits(unit_bytes) };
-        let block_bits = 64 - u32::from(p.offset_bits + p.len_bits);
-        if block_bits < 32 && blocks > (1 << block_bits) {
-            return Err(format!("{blocks} blocks of {block_bytes} bytes do not fit a 64-bit chunk extent"));
-        }
-        Ok(p)
-    }
-
-    fn pack(self, e: Extent) -> [u32; 2] {
-        let v = (u64::from(e.block.0) << (self.offset_bits + self.len_bits))
-            | (u64::from(e.offset) << self.len_bits)
-            | u64::from(e.len);
-        [v as u32, (v >> 32) as u32]
-    }
-
-    fn unpack(self, w: [u32; 2]) -> Extent {
-        let v = u64::from(w[0]) | (u64::from(w[1]) << 32);
-        let mask = |bits: u8| (1u64 << bits) - 1;
-        Extent {
-            block: BlockId((v >> (self.offset_bits + self.len_bits)) as u32),
-            offset: ((v >> self.len_bits) & mask(self.offset_bits)) as u32,
-            len: (v & mask(self.len_bits)) as u32,
-        }
-    }
 }
 
 /// A chunk record: 12 bytes (packed extent, reference count).
@@ -141,7 +83,7 @@ impl Plain for ChunkId {
 pub struct ChunkStore {
     /// Whether chunks are entered in the index (dedup on).
     dedup: bool,
-    packing: Packing,
+    packing: ExtentPacking,
     records: Vec<Record>,
     /// Fingerprint of each record's content; empty without dedup.
     fingerprints: Vec<Fingerprint>,
@@ -155,7 +97,7 @@ pub struct ChunkStore {
 #[derive(Serialize, Deserialize)]
 struct StoreHead {
     dedup: bool,
-    packing: Packing,
+    packing: ExtentPacking,
     index_len: usize,
     index_tag_bits: u8,
 }
@@ -163,14 +105,14 @@ struct StoreHead {
 impl ChunkStore {
     /// An empty store whose extents pack by `packing`; with `dedup` every
     /// chunk is findable by fingerprint.
-    pub fn new(dedup: bool, packing: Packing) -> Self {
+    pub fn new(dedup: bool, packing: ExtentPacking) -> Self {
         ChunkStore { dedup, packing, ..Default::default() }
     }
 
     /// An empty store with room reserved for `chunks` records, so the
     /// tables never grow by doubling past what a full drive needs (the
     /// reservation costs no memory until records are written).
-    pub fn with_capacity(dedup: bool, packing: Packing, chunks: usize) -> Self {
+    pub fn with_capacity(dedup: bool, packing: ExtentPacking, chunks: usize) -> Self {
         let records = Vec::with_capacity(chunks);
         crate::huge_pages::advise(&records);
         let fingerprints = Vec::with_capacity(if dedup { chunks } else { 0 });
@@ -239,7 +181,7 @@ impl ChunkStore {
     /// Appends `(id, extent, refs)` of each of `ids` to `out`, in order.
     /// The records are first copied in a tight loop of independent loads,
     /// so many of their cache misses overlap, then unpacked from the copy.
-    pub fn gather(&mut self, ids: &[ChunkId], out: &mut Vec<(ChunkId, Extent, u32)>) {
+    pub fn gather(&mut self, ids: &[ChunkId], out: &mut Vec<(ChunkId, NandExtent, u32)>) {
         let mut copy = std::mem::take(&mut self.gathered);
         copy.clear();
         copy.extend(ids.iter().map(|id| self.records[id.index()]));
@@ -260,7 +202,7 @@ impl ChunkStore {
     }
 
     /// How this store packs extents.
-    pub fn packing(&self) -> Packing {
+    pub fn packing(&self) -> ExtentPacking {
         self.packing
     }
 
@@ -271,7 +213,7 @@ impl ChunkStore {
 
     /// Creates a chunk with one reference at `extent`, entered in the dedup
     /// index when dedup is on. Fails only when ids run out.
-    pub fn insert(&mut self, fingerprint: Fingerprint, extent: Extent) -> Option<ChunkId> {
+    pub fn insert(&mut self, fingerprint: Fingerprint, extent: NandExtent) -> Option<ChunkId> {
         let chunk = Record { extent: self.packing.pack(extent), refs: 1 };
         let id = match self.free.pop() {
             Some(id) => {
@@ -322,7 +264,7 @@ impl ChunkStore {
 
     /// Drops a reference to `id`; returns the chunk's extent when that was
     /// the last reference (the chunk is then gone and its id reusable).
-    pub fn decref(&mut self, id: ChunkId) -> Option<Extent> {
+    pub fn decref(&mut self, id: ChunkId) -> Option<NandExtent> {
         let c = &mut self.records[id.index()];
         debug_assert!(c.refs > 0, "decref of a dead chunk");
         c.refs -= 1;
@@ -338,7 +280,7 @@ impl ChunkStore {
     }
 
     /// Moves a live chunk to a new extent (GC relocation).
-    pub fn relocate(&mut self, id: ChunkId, extent: Extent) {
+    pub fn relocate(&mut self, id: ChunkId, extent: NandExtent) {
         self.records[id.index()].extent = self.packing.pack(extent);
     }
 
@@ -387,7 +329,13 @@ impl ChunkStore {
     /// Checks that a table read from an image stays within `blocks` blocks
     /// of `block_bytes` and that every id it holds names one of its own
     /// records, so lookups cannot go out of bounds or loop.
-    pub fn check_shape(&self, dedup: bool, packing: Packing, blocks: u32, block_bytes: u32) -> Result<(), String> {
+    pub fn check_shape(
+        &self,
+        dedup: bool,
+        packing: ExtentPacking,
+        blocks: u32,
+        block_bytes: u32,
+    ) -> Result<(), String> {
         if self.dedup != dedup {
             return Err(format!("chunk table has dedup {}, the config {dedup}", self.dedup));
         }
@@ -585,6 +533,7 @@ impl FlatIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::units::BlockId;
 
     fn fp(n: u64, bucket: u64) -> Fingerprint {
         // Force collisions: the low bits pick the slot.
@@ -594,12 +543,12 @@ mod tests {
         Fingerprint(f)
     }
 
-    fn packing() -> Packing {
-        Packing::new(1024, 2 << 20, 4096).unwrap()
+    fn packing() -> ExtentPacking {
+        ExtentPacking::new(1024, 2 << 20, 4096).unwrap()
     }
 
-    fn ext() -> Extent {
-        Extent { block: BlockId(0), offset: 0, len: 1 }
+    fn ext() -> NandExtent {
+        NandExtent { block: BlockId(0), offset: 0, len: 1 }
     }
 
     #[test]
@@ -669,19 +618,6 @@ mod tests {
         zero[free_at..free_at + 4].fill(0);
         let err = read(&zero).unwrap_err();
         assert!(err.contains("free chunk ids: table item 0 is not valid"), "{err}");
-    }
-
-    #[test]
-    fn extents_pack_and_unpack_at_the_limits() {
-        let p = Packing::new(1 << 20, 2 << 20, 4096).unwrap();
-        for e in [
-            Extent { block: BlockId(0), offset: 0, len: 1 },
-            Extent { block: BlockId((1 << 20) - 1), offset: (2 << 20) - 1, len: 4096 },
-            Extent { block: BlockId(12345), offset: 777_777, len: 2048 },
-        ] {
-            assert_eq!(p.unpack(p.pack(e)), e);
-        }
-        assert!(Packing::new(u32::MAX, u32::MAX, 1 << 20).is_err(), "too many blocks for the bits left");
     }
 
     #[test]

@@ -19,11 +19,11 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Geometry;
-use crate::datapath::chunks::Extent;
 use crate::error::{DriveError, NandError};
 use crate::ftl::greedy::GreedyIndex;
 use crate::ftl::victim::BlockView;
 use crate::nand::NandArray;
+use crate::units::NandExtent;
 use crate::units::{BlockId, ChunkId, Divisor};
 
 /// Life-cycle state of a block.
@@ -198,7 +198,13 @@ impl Space {
     /// Appends a chunk of `len` stored bytes, programming pages as they
     /// fill. `now` is the write clock for
     /// cost-benefit ages.
-    pub fn append(&mut self, nand: &mut NandArray, chunk: ChunkId, len: u32, now: u64) -> Result<Extent, DriveError> {
+    pub fn append(
+        &mut self,
+        nand: &mut NandArray,
+        chunk: ChunkId,
+        len: u32,
+        now: u64,
+    ) -> Result<NandExtent, DriveError> {
         debug_assert!(len > 0 && len <= self.block_bytes, "chunk length out of range");
         let dies = self.open.len();
         for _ in 0..dies {
@@ -238,7 +244,7 @@ impl Space {
         chunk: ChunkId,
         len: u32,
         now: u64,
-    ) -> Result<Extent, DriveError> {
+    ) -> Result<NandExtent, DriveError> {
         let page = self.page_bytes;
         let open = self.open[die].as_mut().expect("ensure_room opened a block");
         let block = open.block;
@@ -261,7 +267,7 @@ impl Space {
         if last > first {
             self.cursor = self.next_die(die);
         }
-        Ok(Extent { block, offset, len })
+        Ok(NandExtent { block, offset, len })
     }
 
     /// Seals die `die`'s open block, programming a partial last page with
@@ -291,7 +297,7 @@ impl Space {
     }
 
     /// Marks `extent`'s bytes dead (its chunk was freed or moved).
-    pub fn invalidate(&mut self, extent: Extent) {
+    pub fn invalidate(&mut self, extent: NandExtent) {
         let m = &mut self.meta[extent.block.0 as usize];
         debug_assert!(m.live_bytes >= extent.len, "invalidating more bytes than are live");
         m.live_bytes -= extent.len;
@@ -325,7 +331,7 @@ impl Space {
 
     /// Pages of NAND that a read of `extent` must sense (pages still in the
     /// page buffer cost none), pushed as `(block, page)` pairs.
-    pub fn nand_pages(&self, nand: &NandArray, extent: Extent, out: &mut Vec<(u32, u32)>) {
+    pub fn nand_pages(&self, nand: &NandArray, extent: NandExtent, out: &mut Vec<(u32, u32)>) {
         self.nand_pages_in_order(nand, std::iter::once(extent), out);
     }
 
@@ -336,7 +342,7 @@ impl Space {
     pub fn nand_pages_in_order(
         &self,
         nand: &NandArray,
-        extents: impl Iterator<Item = Extent>,
+        extents: impl Iterator<Item = NandExtent>,
         out: &mut Vec<(u32, u32)>,
     ) {
         let mut next = 0;

@@ -5,8 +5,7 @@
 //! nothing of the drive. Deleting a file only frees its clusters here: the
 //! drive hears nothing unless the wiper (or a TRIM-aware OS) tells it.
 
-use crate::host::{BlockDevice, HostQueue};
-use crate::lab::torture::DSM_ENTRIES_PER_COMMAND;
+use crate::host::{BlockDevice, HostQueue, DSM_ENTRIES_PER_COMMAND};
 use crate::units::{Lba, SECTOR_BYTES};
 
 /// Bytes of one cluster (the allocation unit).

@@ -6,7 +6,7 @@ use std::collections::BinaryHeap;
 
 use serde::Serialize;
 
-use crate::device::Drive;
+use crate::device::{Drive, Issuer};
 use crate::error::DriveError;
 use crate::units::{Lba, SimTime};
 
@@ -70,6 +70,19 @@ impl BlockDevice for Drive {
     }
     fn idle(&mut self, from: SimTime, until: SimTime) -> Result<(), DriveError> {
         Drive::idle(self, from, until).map(|_| ())
+    }
+}
+
+/// Range entries in one DSM TRIM command (one 512-byte payload block).
+pub const DSM_ENTRIES_PER_COMMAND: usize = 64;
+
+impl Issuer for HostQueue {
+    fn submit_time(&mut self) -> SimTime {
+        HostQueue::submit_time(self)
+    }
+
+    fn complete(&mut self, submitted: SimTime, done: SimTime) {
+        HostQueue::complete(self, submitted, done)
     }
 }
 

@@ -125,7 +125,7 @@ pub fn run(
     };
     let mut content = corpus.content(unit, span_bytes / unit as u64, 0);
     let report = run_with(&mut drive, &wa, content.as_mut(), spec.seed, progress)?;
-    drive.check_invariants()?;
+    drive.check_invariants().map_err(|e| e.to_string())?;
 
     let speed = |rw: Rw, bs: u64, salt: u64| -> Result<f64, String> {
         let mut copy = drive.clone();

@@ -144,7 +144,7 @@ pub fn run(drive: &mut Drive, spec: &SoakSpec, progress: &mut dyn FnMut(f64)) ->
             }
         }
         if spec.check_every > 0 && op % spec.check_every == 0 {
-            drive.check_invariants().map_err(|e| at("invariant", e))?;
+            drive.check_invariants().map_err(|e| at("invariant", e.to_string()))?;
             r.checks += 1;
         }
         if spec.image_every > 0 && op % spec.image_every == 0 {

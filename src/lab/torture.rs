@@ -29,9 +29,6 @@ pub fn pause<D: BlockDevice>(drive: &mut D) -> Result<(), String> {
     Ok(())
 }
 
-/// Range entries in one DSM TRIM command (one 512-byte payload block).
-pub const DSM_ENTRIES_PER_COMMAND: usize = 64;
-
 /// What the fill and torture write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -143,7 +140,7 @@ pub fn format_trim<D: BlockDevice>(drive: &mut D) -> Result<u64, String> {
         .collect();
     let mut queue = HostQueue::new(1, drive.now());
     let mut unmapped = 0;
-    for command in ranges.chunks(DSM_ENTRIES_PER_COMMAND) {
+    for command in ranges.chunks(crate::host::DSM_ENTRIES_PER_COMMAND) {
         unmapped += drive.trim_on(command, &mut queue).map_err(|e| e.to_string())?;
     }
     Ok(unmapped)

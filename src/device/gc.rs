@@ -1,0 +1,167 @@
+//! Garbage collection: foreground (below the low watermark, inside a
+//! write), idle (up to the high watermark while the host is idle) and the
+//! erase of emptied blocks ahead of need. The victim policy decides
+//! (`ftl::victim`, `ftl::greedy`); this file moves the live chunks.
+
+use super::Drive;
+use crate::config::GcPolicy;
+use crate::error::DriveError;
+use crate::ftl::victim;
+use crate::units::{BlockId, SimTime};
+
+impl Drive {
+    /// Runs GC while free blocks are under the low watermark. Fails rather
+    /// than spin when collections stop gaining space.
+    pub(super) fn foreground_gc(&mut self) -> Result<(), DriveError> {
+        let mut fruitless = 0;
+        while self.space.free_blocks() < self.config.gc.low_watermark {
+            let before = self.space.unwritten_bytes();
+            if !self.collect_one()? {
+                return Err(DriveError::NoSpace(format!(
+                    "{} free blocks and no block with reclaimable space",
+                    self.space.free_blocks()
+                )));
+            }
+            fruitless = if self.space.unwritten_bytes() > before { 0 } else { fruitless + 1 };
+            if fruitless > self.config.geometry.total_blocks() {
+                return Err(DriveError::NoSpace("garbage collection no longer gains space".into()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Idle-time GC with unlimited idle time from the latest completion.
+    /// See [`Drive::idle`].
+    /// Unlike [`Drive::idle`] it leaves emptied blocks past the watermark
+    /// unerased.
+    pub fn idle_gc(&mut self) -> Result<u32, DriveError> {
+        self.collect_idle(self.now, SimTime(u64::MAX))
+    }
+
+    /// The host is idle from `from` to `until`: queued background work
+    /// drains, and GC cleans blocks while the dies are free before `until`,
+    /// until the high watermark of free blocks is reached, nothing is
+    /// reclaimable, or a collection gains no space (moving a block's live
+    /// data would only pad another). Then blocks left with no live data
+    /// are erased ahead of need while the idle time lasts
+    /// ([`Drive::erase_emptied`]). The next untimed command is issued at
+    /// `until` (when finite). Returns the blocks GC cleaned.
+    pub fn idle(&mut self, from: SimTime, until: SimTime) -> Result<u32, DriveError> {
+        if until.0 != u64::MAX {
+            self.now = self.now.max(until);
+        }
+        let cleaned = self.collect_idle(from, until)?;
+        self.erase_emptied(from, until);
+        Ok(cleaned)
+    }
+
+    /// Idle GC from `from` to `until`, up to the high watermark (see
+    /// [`Drive::idle`]). Returns the blocks cleaned.
+    fn collect_idle(&mut self, from: SimTime, until: SimTime) -> Result<u32, DriveError> {
+        let mut cleaned = 0;
+        let mut at = from;
+        while self.space.free_blocks() < self.config.gc.high_watermark && at < until {
+            let before = self.space.unwritten_bytes();
+            let collected = self.collect_one()?;
+            at = self.time_background(at);
+            if !collected {
+                break;
+            }
+            cleaned += 1;
+            if self.space.unwritten_bytes() <= before {
+                break;
+            }
+        }
+        Ok(cleaned)
+    }
+
+    /// Idle time past the high watermark: blocks with no live byte left
+    /// (overwritten or trimmed away) are erased ahead of need, as drives
+    /// do in the background, so later writes find them ready instead of
+    /// waiting for erases on the dies they program. Moving no data, it
+    /// costs no NAND writes and only the erase each block needs anyway
+    /// before reuse. Erases run on each block's die from `from`, and only
+    /// those that end by `until`; dies work in parallel. Returns the
+    /// blocks erased.
+    fn erase_emptied(&mut self, from: SimTime, until: SimTime) -> u32 {
+        let erase_ns = self.config.timing.erase_ns;
+        let mut erased = 0;
+        for block in self.space.emptied_blocks() {
+            let die = self.nand.die_of(block).0;
+            if self.timeline.die_idle_at(die).max(from) + erase_ns > until {
+                continue;
+            }
+            let summary = self.space.take_summary(block);
+            self.space.erase(&mut self.nand, block, summary);
+            self.time_background(from);
+            erased += 1;
+        }
+        erased
+    }
+
+    /// Cleans one victim chosen by the configured policy. False when no
+    /// sealed block has reclaimable space.
+    fn collect_one(&mut self) -> Result<bool, DriveError> {
+        let chosen = match self.config.gc.policy {
+            GcPolicy::Greedy => self.space.greedy_victim(),
+            policy => victim::choose(policy, self.space.sealed_views(self.clock)),
+        };
+        let Some(victim) = chosen else {
+            return Ok(false);
+        };
+        self.nand.set_collecting(true);
+        let moved = self.relocate_all(victim);
+        self.nand.set_collecting(false);
+        moved?;
+        Ok(true)
+    }
+
+    /// Moves every live chunk out of `victim` and erases it. The journal
+    /// gets the victim's reads of live pages first, then the programs of
+    /// their chunks elsewhere, then the erase.
+    fn relocate_all(&mut self, victim: BlockId) -> Result<(), DriveError> {
+        let summary = self.space.take_summary(victim);
+        // Gather every entry's record, then keep the live ones.
+        let mut live = std::mem::take(&mut self.gc_scratch);
+        live.clear();
+        self.chunks.gather(&summary, &mut live);
+        live.retain(|&(_, extent, refs)| refs > 0 && extent.block == victim);
+        // An id freed and reused within the block appears twice in its
+        // summary; both entries now name the same chunk. In offset order
+        // the copies are adjacent, and the pages come in order.
+        live.sort_unstable_by_key(|&(_, extent, _)| extent.offset);
+        live.dedup_by_key(|&mut (id, _, _)| id);
+        let mut pages = Vec::new();
+        self.space.nand_pages_in_order(&self.nand, live.iter().map(|&(_, extent, _)| extent), &mut pages);
+        for &(block, _) in &pages {
+            self.nand.journal_read(BlockId(block));
+        }
+        self.counters.gc_page_reads += pages.len() as u64;
+        // A chunk's bytes stay with the chunk (memory media): GC moves
+        // only its extent.
+        let mut result = Ok(());
+        for &(id, old, _) in &live {
+            self.clock += 1;
+            let new = match self.space.append(&mut self.nand, id, old.len, self.clock) {
+                Ok(new) => new,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            };
+            self.chunks.relocate(id, new);
+            self.space.invalidate(old);
+            self.counters.gc_relocated_bytes += u64::from(old.len);
+            self.counters.gc_relocated_chunks += 1;
+        }
+        self.gc_scratch = live;
+        if let Err(e) = result {
+            // The victim keeps what was not moved, and stays a candidate.
+            self.space.untake_summary(victim, summary);
+            return Err(e);
+        }
+        self.counters.gc_victims += 1;
+        self.space.erase(&mut self.nand, victim, summary);
+        Ok(())
+    }
+}
