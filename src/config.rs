@@ -467,7 +467,7 @@ impl DriveConfig {
     /// Map pages the controller caches (`None`: all). Without the
     /// firmware's read-degradation quirk the controller has a DRAM map.
     pub fn map_cache_pages(&self) -> Option<usize> {
-        if !self.firmware.read_degradation {
+        if !self.firmware.degrades_reads() {
             return None;
         }
         self.map_cache_bytes.map(|b| (b / u64::from(self.geometry.page_bytes)) as usize)
@@ -476,7 +476,7 @@ impl DriveConfig {
     /// Page reads one command may have in flight (`None`: no limit); only
     /// the read-degradation quirk limits them.
     pub fn read_window(&self) -> Option<u32> {
-        if self.firmware.read_degradation {
+        if self.firmware.degrades_reads() {
             self.timing.read_window
         } else {
             None
@@ -486,7 +486,7 @@ impl DriveConfig {
     /// Firmware time per further piece of a read; only the
     /// read-degradation quirk charges it.
     pub fn read_piece_ns(&self) -> u64 {
-        if self.firmware.read_degradation {
+        if self.firmware.degrades_reads() {
             self.timing.read_piece_ns
         } else {
             0

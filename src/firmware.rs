@@ -23,6 +23,10 @@
 //!   writes several times more NAND than compressible torture (no
 //!   compression, higher WAF), crosses the curve and stays throttled; TRIM
 //!   does not give wear back.
+//!
+//! Each quirk's code sits under its Cargo feature: a build without it runs
+//! every profile with that behaviour fixed, and [`build_quirks`] names the
+//! quirks a build has.
 
 use serde::{Deserialize, Serialize};
 
@@ -85,23 +89,10 @@ impl Firmware {
         }
     }
 
-    /// Refuses quirks this build was compiled without.
+    /// Checks the life curve's numbers. A quirk this build leaves out is
+    /// not an error: the profile runs with that behaviour fixed (see
+    /// [`build_quirks`]).
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let missing = |quirk: &str| {
-            Err(ConfigError::invalid(
-                "firmware",
-                format!(
-                    "profile '{}' needs the {quirk} quirk, which this build leaves out (rebuild with --features {quirk})",
-                    self.name
-                ),
-            ))
-        };
-        if self.read_degradation && !cfg!(feature = "quirk-read-degradation") {
-            return missing("quirk-read-degradation");
-        }
-        if self.incomplete_trim && !cfg!(feature = "quirk-incomplete-trim") {
-            return missing("quirk-incomplete-trim");
-        }
         if let Some(c) = &self.life_curve {
             if !(c.burst_pe >= 0.0 && c.lifetime_secs > 0.0 && c.throttled_bytes_per_sec > 0) {
                 return Err(ConfigError::invalid("firmware.life_curve", "needs burst_pe >= 0 and positive rates"));
@@ -110,7 +101,26 @@ impl Firmware {
         Ok(())
     }
 
-    /// The sector count a TRIM range entry of `sectors` really unmaps.
+    /// Whether reads degrade as on the SF-2281: a DRAM-less map cache, few
+    /// page reads in flight per command and firmware set-up per piece
+    /// (see [`crate::DriveConfig::read_window`]). Always false in a build
+    /// without `quirk-read-degradation`: the drive then reads as with a
+    /// DRAM map.
+    #[cfg(feature = "quirk-read-degradation")]
+    pub fn degrades_reads(&self) -> bool {
+        self.read_degradation
+    }
+
+    /// Whether reads degrade (never in this build: it leaves out
+    /// `quirk-read-degradation`).
+    #[cfg(not(feature = "quirk-read-degradation"))]
+    pub fn degrades_reads(&self) -> bool {
+        false
+    }
+
+    /// The sector count a TRIM range entry of `sectors` really unmaps: the
+    /// 5.0.0-5.0.2 handler keeps only the low 15 bits of the length.
+    #[cfg(feature = "quirk-incomplete-trim")]
     pub fn trim_entry_sectors(&self, sectors: u64) -> u64 {
         if self.incomplete_trim {
             sectors & 0x7fff
@@ -118,6 +128,27 @@ impl Firmware {
             sectors
         }
     }
+
+    /// The sector count a TRIM range entry of `sectors` really unmaps: all
+    /// of it (this build leaves out `quirk-incomplete-trim`).
+    #[cfg(not(feature = "quirk-incomplete-trim"))]
+    pub fn trim_entry_sectors(&self, sectors: u64) -> u64 {
+        sectors
+    }
+}
+
+/// The quirks compiled into this build, by name (`read-degradation`,
+/// `incomplete-trim`): profiles that ask for one left out run with that
+/// behaviour fixed.
+pub fn build_quirks() -> Vec<&'static str> {
+    let mut quirks = Vec::new();
+    if cfg!(feature = "quirk-read-degradation") {
+        quirks.push("read-degradation");
+    }
+    if cfg!(feature = "quirk-incomplete-trim") {
+        quirks.push("incomplete-trim");
+    }
+    quirks
 }
 
 /// Sectors in one ATA DSM range entry at most (16-bit count).
@@ -137,6 +168,24 @@ mod tests {
     }
 
     #[test]
+    #[cfg(not(feature = "quirk-incomplete-trim"))]
+    fn without_the_trim_quirk_5_0_2_trims_whole_ranges() {
+        let profile = Firmware::profile("sf-5.0.2").unwrap();
+        assert!(profile.incomplete_trim, "the profile still names its defect");
+        assert_eq!(profile.trim_entry_sectors(DSM_MAX_SECTORS), DSM_MAX_SECTORS);
+        assert!(!build_quirks().contains(&"incomplete-trim"));
+    }
+
+    #[test]
+    #[cfg(not(feature = "quirk-read-degradation"))]
+    fn without_the_read_quirk_sandforce_reads_do_not_degrade() {
+        let profile = Firmware::profile("sf-5.0.2").unwrap();
+        assert!(profile.read_degradation && !profile.degrades_reads());
+        assert!(!build_quirks().contains(&"read-degradation"));
+    }
+
+    #[test]
+    #[cfg(feature = "quirk-incomplete-trim")]
     fn the_502_defect_keeps_15_bits_of_the_range_length() {
         let buggy = Firmware::profile("sf-5.0.2").unwrap();
         let fixed = Firmware::profile("sf-5.0.3").unwrap();
