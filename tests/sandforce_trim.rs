@@ -53,6 +53,7 @@ fn read_ratio(r: &TortureReport, s: &duraflash::lab::torture::State) -> f64 {
 }
 
 #[test]
+#[cfg(all(feature = "quirk-read-degradation", feature = "quirk-incomplete-trim"))]
 fn sf_502_trim_restores_reads_only_partly_and_retrimming_changes_nothing() {
     let r = run(&config("sf2281-240g", "sf-5.0.2"), &spec(TortureData::Compressible, DRIVE_WRITES, 1.0));
     let (tortured, trimmed, twice) =
@@ -75,6 +76,7 @@ fn sf_502_trim_restores_reads_only_partly_and_retrimming_changes_nothing() {
 }
 
 #[test]
+#[cfg(all(feature = "quirk-read-degradation", feature = "quirk-incomplete-trim"))]
 fn the_502_defect_does_not_depend_on_compressibility() {
     let comp = run(&config("sf2281-240g", "sf-5.0.2"), &spec(TortureData::Compressible, DRIVE_WRITES, 1.0));
     let pseudo = run(&config("sf2281-240g", "sf-5.0.2"), &spec(TortureData::PseudoRandom, DRIVE_WRITES, 1.0));
@@ -91,6 +93,7 @@ fn the_502_defect_does_not_depend_on_compressibility() {
 }
 
 #[test]
+#[cfg(feature = "quirk-read-degradation")]
 fn fixed_and_older_firmware_trim_restores_reads() {
     for firmware in ["sf-5.0.3", "sf-3.x"] {
         let r = run(&config("sf2281-240g", firmware), &spec(TortureData::Compressible, DRIVE_WRITES, 1.0));
@@ -114,6 +117,7 @@ fn incompressible_data_never_restores_writes_after_trim() {
 }
 
 #[test]
+#[cfg(feature = "quirk-read-degradation")]
 fn degradation_follows_its_causes() {
     let cfg = config("sf2281-240g", "sf-5.0.2");
     let none = run(&cfg, &spec(TortureData::Compressible, 0.0, 1.0));
@@ -139,6 +143,22 @@ fn degradation_follows_its_causes() {
         read_ratio(&quirk_off, &quirk_off.tortured),
         read_ratio(&full, &full.tortured)
     );
+}
+
+/// A build without the read quirk runs the SandForce profiles with that
+/// behaviour fixed: the profile that asks for it tortures exactly like the
+/// same profile with the quirk switched off.
+#[test]
+#[cfg(not(feature = "quirk-read-degradation"))]
+fn without_the_read_quirk_sandforce_reads_as_with_the_quirk_off() {
+    let cfg = config("sf2281-240g", "sf-5.0.2");
+    assert!(cfg.firmware.read_degradation, "the profile still names the quirk");
+    let mut off = cfg.clone();
+    off.firmware.read_degradation = false;
+    let spec = spec(TortureData::Compressible, DRIVE_WRITES, 1.0);
+    let (asked, fixed) = (run(&cfg, &spec), run(&off, &spec));
+    assert_eq!(asked.tortured.read_mbps, fixed.tortured.read_mbps);
+    assert_eq!(asked.after_trim.read_mbps, fixed.after_trim.read_mbps);
 }
 
 #[test]

@@ -12,7 +12,7 @@ use duraflash::host::HostQueue;
 use duraflash::timing::transfer_ns;
 use duraflash::workload::fio::{Distribution, Rw};
 use duraflash::workload::job::{fill_spec, run_job, JobResult, JobSpec, Limit};
-use duraflash::workload::review::{hdtach, hdtach_sweep, iometer, HDTACH_REQUEST};
+use duraflash::workload::review::{hdtach, hdtach_sweep, iometer};
 use duraflash::{Drive, DriveConfig, Lba, Media};
 
 const KIB: u64 = 1 << 10;
@@ -275,15 +275,29 @@ fn queue_depth_1_random_reads_gain_nothing_from_more_dies() {
 
 /// Sequential 64 KiB reads at QD 1 over the whole drive: (MB/s, NAND pages
 /// read per 8 KiB read).
+#[cfg(feature = "quirk-read-degradation")]
 fn sequential_read(drive: &mut Drive) -> (f64, f64) {
     let capacity = drive.config().logical_bytes;
     let before = drive.stats().host_page_reads;
-    let r = run(drive, &job(Rw::Read, HDTACH_REQUEST, 1, 0, capacity, Limit::Bytes(capacity), incompressible(), 3));
+    let r = run(
+        drive,
+        &job(
+            Rw::Read,
+            duraflash::workload::review::HDTACH_REQUEST,
+            1,
+            0,
+            capacity,
+            Limit::Bytes(capacity),
+            incompressible(),
+            3,
+        ),
+    );
     let pages = drive.stats().host_page_reads - before;
     (r.read.bw_bytes / 1e6, pages as f64 / (capacity / 8192) as f64)
 }
 
 #[test]
+#[cfg(feature = "quirk-read-degradation")]
 fn random_writes_fragment_compressed_data_and_slow_sequential_reads() {
     let data = DataSpec::compressible(50).unwrap();
     let mut fresh = drive(preset("sf2281-240g", 256 * MIB, Media::MetadataOnly));

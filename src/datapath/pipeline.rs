@@ -26,7 +26,7 @@ const PARALLEL_MIN_UNITS: usize = 8;
 const ALIAS_SPAN: usize = 4096;
 
 /// Where in an output slot starting at `slot` the compressed form of the
-/// unit at `input` starts: half of [`ALIAS_SPAN`] away from the input's
+/// unit at `input` starts: half of `ALIAS_SPAN` away from the input's
 /// offset, so stores never alias the loads. Below `ALIAS_SPAN`.
 pub fn unaliased_offset(input: *const u8, slot: *const u8) -> usize {
     let want = (input as usize + ALIAS_SPAN / 2) % ALIAS_SPAN;

@@ -44,7 +44,7 @@ impl Drive {
     /// reclaimable, or a collection gains no space (moving a block's live
     /// data would only pad another). Then blocks left with no live data
     /// are erased ahead of need while the idle time lasts
-    /// ([`Drive::erase_emptied`]). The next untimed command is issued at
+    /// (`erase_emptied`). The next untimed command is issued at
     /// `until` (when finite). Returns the blocks GC cleaned.
     pub fn idle(&mut self, from: SimTime, until: SimTime) -> Result<u32, DriveError> {
         if until.0 != u64::MAX {

@@ -67,7 +67,7 @@ impl Drive {
     /// does not continue the previous one's placement costs `read_piece_ns`
     /// of firmware set-up first (see [`crate::DriveConfig::read_piece_ns`]);
     /// each unit is decompressed and crosses the host link as soon as its
-    /// data is in (see [`Drive::time_read`]).
+    /// data is in (`schedule.rs` books it).
     pub fn read_on(
         &mut self,
         lba: Lba,

@@ -1,6 +1,6 @@
 //! Scheduling: turning the NAND work a command causes into simulated time.
 //! Each path records its work first (writes, GC and secure erase journal
-//! [`NandOp`]s in the NAND array; reads resolve a [`ReadPlan`]), then the
+//! [`NandOp`]s in the NAND array; reads resolve a `ReadPlan`), then the
 //! functions here book it on the timeline's dies, channels, engine,
 //! firmware and host link, in the order the firmware issues it. The read
 //! buffer (pages recently sensed) lives here too: it changes only timing.

@@ -165,7 +165,7 @@ impl Drive {
 
     /// Heap bytes the model's state holds, by structure (allocated
     /// capacity, except the chunk tables reserved up front, which count
-    /// the entries written: see [`ChunkStore::heap_bytes`]).
+    /// the entries written: see [`crate::datapath::chunks::ChunkStore::heap_bytes`]).
     pub fn footprint(&self) -> Footprint {
         let (records, fingerprints, free_ids, dedup_index) = self.chunks.heap_bytes();
         let (blocks, summaries, greedy) = self.space.heap_bytes();

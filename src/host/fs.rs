@@ -13,7 +13,7 @@ pub const CLUSTER_BYTES: u64 = 4096;
 
 /// A run of clusters: `start..start + len`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Extent {
+pub struct ClusterRun {
     /// First cluster.
     pub start: u64,
     /// Clusters (at least 1).
@@ -25,7 +25,7 @@ pub struct Extent {
 #[derive(Clone, Debug)]
 pub struct FileSystem {
     used: Vec<bool>,
-    files: Vec<Option<Vec<Extent>>>,
+    files: Vec<Option<Vec<ClusterRun>>>,
     /// Where next-fit allocation resumes.
     cursor: u64,
     free: u64,
@@ -58,7 +58,7 @@ impl FileSystem {
     }
 
     /// The extents of `file` (empty if deleted).
-    pub fn extents(&self, file: FileId) -> &[Extent] {
+    pub fn extents(&self, file: FileId) -> &[ClusterRun] {
         self.files.get(file.0).and_then(|f| f.as_deref()).unwrap_or(&[])
     }
 
@@ -76,13 +76,13 @@ impl FileSystem {
             return None;
         }
         let n = self.used.len() as u64;
-        let (mut left, mut at, mut extents) = (clusters, hint % n, Vec::<Extent>::new());
+        let (mut left, mut at, mut extents) = (clusters, hint % n, Vec::<ClusterRun>::new());
         while left > 0 {
             if !self.used[at as usize] {
                 self.used[at as usize] = true;
                 match extents.last_mut() {
                     Some(e) if e.start + e.len == at => e.len += 1,
-                    _ => extents.push(Extent { start: at, len: 1 }),
+                    _ => extents.push(ClusterRun { start: at, len: 1 }),
                 }
                 left -= 1;
             }
@@ -105,13 +105,13 @@ impl FileSystem {
     }
 
     /// The free runs, in order.
-    pub fn free_extents(&self) -> Vec<Extent> {
-        let mut out: Vec<Extent> = Vec::new();
+    pub fn free_extents(&self) -> Vec<ClusterRun> {
+        let mut out: Vec<ClusterRun> = Vec::new();
         for (i, &u) in self.used.iter().enumerate() {
             if !u {
                 match out.last_mut() {
                     Some(e) if e.start + e.len == i as u64 => e.len += 1,
-                    _ => out.push(Extent { start: i as u64, len: 1 }),
+                    _ => out.push(ClusterRun { start: i as u64, len: 1 }),
                 }
             }
         }
@@ -152,12 +152,12 @@ mod tests {
         let b = fs.create(20).unwrap();
         assert_eq!(fs.free_clusters(), 34);
         fs.delete(a);
-        assert_eq!(fs.free_extents(), vec![Extent { start: 0, len: 10 }, Extent { start: 30, len: 34 }]);
+        assert_eq!(fs.free_extents(), vec![ClusterRun { start: 0, len: 10 }, ClusterRun { start: 30, len: 34 }]);
         // Next-fit: the next file starts at the cursor, wraps, and fragments.
         let c = fs.create(40).unwrap();
-        assert_eq!(fs.extents(c), &[Extent { start: 30, len: 34 }, Extent { start: 0, len: 6 }]);
+        assert_eq!(fs.extents(c), &[ClusterRun { start: 30, len: 34 }, ClusterRun { start: 0, len: 6 }]);
         assert!(fs.create(5).is_none(), "only 4 clusters left");
-        assert_eq!(fs.extents(b), &[Extent { start: 10, len: 20 }]);
+        assert_eq!(fs.extents(b), &[ClusterRun { start: 10, len: 20 }]);
     }
 
     #[test]

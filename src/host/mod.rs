@@ -200,7 +200,7 @@ const SUB_BITS: u32 = 7;
 const ROW: usize = 1 << SUB_BITS;
 
 /// Latencies in log-linear buckets, percentiles within 0.4%; count, mean
-/// and max exact. Buckets come in rows of [`ROW`], one row per power of
+/// and max exact. Buckets come in rows of `ROW`, one row per power of
 /// two, each allocated when a latency first falls in it: a queue's
 /// latencies span a few of the 58 rows, and a throwaway queue (one per
 /// [`crate::Drive::write`]) then costs a few KiB rather than all 7.4k
