@@ -63,6 +63,9 @@ pub enum ImageError {
     /// The file system refused.
     #[error("{path}: {op}: {source}")]
     Io { op: &'static str, path: PathBuf, source: io::Error },
+    /// The path names a FIFO, a device, a directory or another non-file.
+    #[error("{path}: not a regular file (an image is a plain file)")]
+    NotRegular { path: PathBuf },
     /// The file does not start with the image magic.
     #[error("not a duraflash drive image (starts with {found:?}, expected \"DURAFLSH\")")]
     NotAnImage { found: String },
@@ -136,11 +139,27 @@ impl<R: Read> Read for HashReader<R> {
 }
 
 /// Writes an image section by section to a temporary file beside `path`,
-/// then [`ImageWriter::commit`] moves it into place.
+/// then [`ImageWriter::commit`] moves it into place. A writer dropped
+/// before its commit succeeds (a failed save) removes the temporary file,
+/// so a full disk is not left full.
 pub struct ImageWriter {
     out: BufWriter<File>,
-    tmp: PathBuf,
+    tmp: TempFile,
     path: PathBuf,
+}
+
+/// A temporary file removed when dropped, unless it was renamed into place.
+struct TempFile {
+    path: PathBuf,
+    placed: bool,
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if !self.placed {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 impl ImageWriter {
@@ -149,11 +168,14 @@ impl ImageWriter {
         let mut name = path.file_name().unwrap_or_default().to_os_string();
         name.push(".tmp");
         let tmp = path.with_file_name(name);
+        refuse_special(path)?;
+        refuse_special(&tmp)?;
         let file = File::create(&tmp).map_err(|e| io_err("create", &tmp, e))?;
+        let tmp = TempFile { path: tmp, placed: false };
         let mut w = ImageWriter { out: BufWriter::with_capacity(1 << 20, file), tmp, path: path.to_path_buf() };
         let mut header = MAGIC.to_vec();
         header.extend_from_slice(&VERSION.to_le_bytes());
-        w.out.write_all(&header).map_err(|e| io_err("write", &w.tmp, e))?;
+        w.out.write_all(&header).map_err(|e| io_err("write", &w.tmp.path, e))?;
         Ok(w)
     }
 
@@ -163,7 +185,7 @@ impl ImageWriter {
         tag: [u8; 4],
         body: impl FnOnce(&mut dyn Write) -> io::Result<()>,
     ) -> Result<(), ImageError> {
-        let tmp = self.tmp.clone();
+        let tmp = self.tmp.path.clone();
         let err = |e| io_err("write", &tmp, e);
         let start = self.out.stream_position().map_err(err)?;
         self.out.write_all(&[0u8; SECTION_HEADER_BYTES as usize]).map_err(err)?;
@@ -193,11 +215,12 @@ impl ImageWriter {
     /// Flushes and fsyncs the file, renames it over the target and fsyncs
     /// the directory: a crash leaves either the old image or the new one.
     pub fn commit(self) -> Result<(), ImageError> {
-        let ImageWriter { out, tmp, path } = self;
-        let file = out.into_inner().map_err(|e| io_err("write", &tmp, e.into_error()))?;
-        file.sync_all().map_err(|e| io_err("fsync", &tmp, e))?;
+        let ImageWriter { out, mut tmp, path } = self;
+        let file = out.into_inner().map_err(|e| io_err("write", &tmp.path, e.into_error()))?;
+        file.sync_all().map_err(|e| io_err("fsync", &tmp.path, e))?;
         drop(file);
-        std::fs::rename(&tmp, &path).map_err(|e| io_err("rename", &path, e))?;
+        std::fs::rename(&tmp.path, &path).map_err(|e| io_err("rename", &path, e))?;
+        tmp.placed = true;
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
@@ -208,6 +231,15 @@ impl ImageWriter {
 
 pub fn io_err(op: &'static str, path: &Path, source: io::Error) -> ImageError {
     ImageError::Io { op, path: path.to_path_buf(), source }
+}
+
+/// Refuses a path that exists and is not a regular file (a FIFO would
+/// block the open forever, a device or directory is no image).
+fn refuse_special(path: &Path) -> Result<(), ImageError> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => Err(ImageError::NotRegular { path: path.to_path_buf() }),
+        _ => Ok(()),
+    }
 }
 
 /// Reads an image section by section, in [`SECTIONS`] order.
@@ -223,6 +255,7 @@ pub struct ImageReader {
 impl ImageReader {
     /// Opens `path` and checks the magic and the version.
     pub fn open(path: &Path) -> Result<Self, ImageError> {
+        refuse_special(path)?;
         let file = File::open(path).map_err(|e| io_err("open", path, e))?;
         let size = file.metadata().map_err(|e| io_err("stat", path, e))?.len();
         let mut r = ImageReader {
@@ -460,4 +493,47 @@ pub fn config_diff(a: &DriveConfig, b: &DriveConfig) -> Vec<String> {
         _ => out.push("(config not representable)".into()),
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("duraflash-image-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("temp dir");
+        d
+    }
+
+    #[test]
+    fn a_writer_dropped_before_commit_leaves_no_temporary_file() {
+        let d = dir("drop");
+        let path = d.join("drive.img");
+        let mut w = ImageWriter::create(&path).expect("create");
+        w.section(*b"CONF", |o| o.write_all(b"{}")).expect("section");
+        assert!(d.join("drive.img.tmp").exists(), "written beside the target");
+        drop(w);
+        assert!(!d.join("drive.img.tmp").exists(), "a failed save removes its temporary file");
+        assert!(!path.exists(), "and leaves the target alone");
+        let w = ImageWriter::create(&path).expect("create");
+        w.commit().expect("commit");
+        assert!(path.exists() && !d.join("drive.img.tmp").exists());
+        std::fs::remove_dir_all(&d).ok();
+    }
+
+    #[test]
+    fn a_fifo_or_directory_is_refused_without_blocking() {
+        let d = dir("fifo");
+        let fifo = d.join("pipe.img");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success());
+        for path in [d.clone()].into_iter().chain(made.then(|| fifo.clone())) {
+            let err = ImageReader::open(&path).err().expect("refused");
+            assert!(matches!(err, ImageError::NotRegular { .. }), "{err}");
+            assert!(err.to_string().contains("not a regular file"), "{err}");
+            let err = ImageWriter::create(&path).err().expect("refused");
+            assert!(matches!(err, ImageError::NotRegular { .. }), "{err}");
+        }
+        std::fs::remove_dir_all(&d).ok();
+    }
 }
