@@ -63,6 +63,9 @@ pub enum ImageError {
     /// The file system refused.
     #[error("{path}: {op}: {source}")]
     Io { op: &'static str, path: PathBuf, source: io::Error },
+    /// Another process has a drive open on this image.
+    #[error("{path}: in use by {} (one process at a time may open an image)", holder(*pid))]
+    Locked { path: PathBuf, pid: Option<u32> },
     /// The path names a FIFO, a device, a directory or another non-file.
     #[error("{path}: not a regular file (an image is a plain file)")]
     NotRegular { path: PathBuf },
@@ -95,6 +98,11 @@ pub enum ImageError {
     ConfigMismatch(String),
 }
 
+fn holder(pid: Option<u32>) -> String {
+    pid.map_or_else(|| "another process".into(), |p| format!("process {p}"))
+}
+
+/// A section tag as text (`MAP ` is `MAP`).
 pub fn tag_name(tag: &[u8; 4]) -> String {
     String::from_utf8_lossy(tag).trim_end().to_string()
 }
@@ -231,6 +239,48 @@ impl ImageWriter {
 
 pub fn io_err(op: &'static str, path: &Path, source: io::Error) -> ImageError {
     ImageError::Io { op, path: path.to_path_buf(), source }
+}
+
+/// An exclusive hold on an image while a drive is open on it: an advisory
+/// lock on `PATH.lock` beside the image (the image itself is replaced by a
+/// rename at every save, so a lock on it would not outlive the first save).
+/// The lock file names the holder's pid. The kernel releases the lock when
+/// the holder drops it or exits, however it exits; the small lock file
+/// stays, so two openers always contend for the same file.
+#[derive(Debug)]
+pub struct ImageLock {
+    _file: File,
+}
+
+impl ImageLock {
+    /// Takes the lock of `image`, or fails at once with
+    /// [`ImageError::Locked`] naming the holder.
+    pub fn acquire(image: &Path) -> Result<Self, ImageError> {
+        let mut name = image.file_name().unwrap_or_default().to_os_string();
+        name.push(".lock");
+        let path = image.with_file_name(name);
+        refuse_special(&path)?;
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| io_err("open", &path, e))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut holder = String::new();
+                let _ = file.read_to_string(&mut holder);
+                let pid = holder.trim().parse().ok();
+                return Err(ImageError::Locked { path: image.to_path_buf(), pid });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(io_err("lock", &path, e)),
+        }
+        file.set_len(0).map_err(|e| io_err("write", &path, e))?;
+        file.write_all(format!("{}\n", std::process::id()).as_bytes()).map_err(|e| io_err("write", &path, e))?;
+        Ok(ImageLock { _file: file })
+    }
 }
 
 /// Refuses a path that exists and is not a regular file (a FIFO would
@@ -519,6 +569,19 @@ mod tests {
         let w = ImageWriter::create(&path).expect("create");
         w.commit().expect("commit");
         assert!(path.exists() && !d.join("drive.img.tmp").exists());
+        std::fs::remove_dir_all(&d).ok();
+    }
+
+    #[test]
+    fn an_image_has_one_holder_at_a_time() {
+        let d = dir("lock");
+        let path = d.join("drive.img");
+        let first = ImageLock::acquire(&path).expect("free");
+        let err = ImageLock::acquire(&path).expect_err("held");
+        assert!(matches!(err, ImageError::Locked { pid: Some(p), .. } if p == std::process::id()), "{err}");
+        assert!(err.to_string().contains(&format!("process {}", std::process::id())), "{err}");
+        drop(first);
+        ImageLock::acquire(&path).expect("released on drop");
         std::fs::remove_dir_all(&d).ok();
     }
 
