@@ -128,7 +128,7 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
         server.checkpoint().map_err(|e| Failure::Run(format!("--image: {e}")))?;
     }
     let snapshot = server.snapshot(true).ok_or_else(|| Failure::Run("the drive failed (internal error)".into()))?;
-    let invariants = match server.with_drive(|d| d.check_invariants()) {
+    let invariants = match server.with_device(|d| d.check_invariants()) {
         Some(Ok(())) => "ok".to_string(),
         Some(Err(e)) => e,
         None => "the drive failed (internal error)".to_string(),
