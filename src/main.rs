@@ -293,9 +293,25 @@ struct ServeArgs {
     #[arg(long)]
     json: Option<PathBuf>,
     /// Drive image: resumed when it exists, created otherwise; saved before
-    /// every FLUSH or FUA write is answered, and on shutdown.
+    /// every FLUSH or FUA write is answered, and on shutdown. Refused with
+    /// --members 2 or more (exit 2): an array is not saved to an image.
     #[arg(long)]
     image: Option<PathBuf>,
+    /// Serve a host RAID array of this many drives instead of one (the
+    /// drive flags, --capacity included, describe each member).
+    #[arg(long, default_value_t = 1)]
+    members: usize,
+    /// RAID level of the array: 0, 1 or 10 (needs --members 2 or more).
+    #[arg(long)]
+    level: Option<Level>,
+    /// The array's RAID driver, which decides whether TRIM reaches the members:
+    /// rst-10.6 (RAID-1 only), rst-11.2 (RAID-0 and 1), passthrough.
+    #[arg(long)]
+    driver: Option<TrimPolicy>,
+    /// Stripe size of the array: a multiple of the members' 4 KiB mapping
+    /// unit [default: 128KiB].
+    #[arg(long)]
+    stripe: Option<ByteSize>,
 }
 
 #[derive(Args)]

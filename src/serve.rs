@@ -1,29 +1,39 @@
-//! `duraflash serve`: the drive as an NBD export until SIGINT/SIGTERM,
-//! with a periodic summary on stderr, optional Prometheus metrics, and a
-//! final JSON report (stdout, or `--json PATH`).
+//! `duraflash serve`: the command-line side of [`duraflash::nbd`]. Checks
+//! the flags, builds the drive (or the RAID array of `--members` drives),
+//! installs the SIGINT/SIGTERM handlers, prints the bound addresses, the
+//! periodic summary and the final JSON report (stdout, or `--json PATH`).
+//! The server's life itself is [`duraflash::nbd::Listening`]'s.
 
-use std::io::{ErrorKind, Write};
-use std::net::TcpListener;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::io::Write;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Serialize;
 
-use duraflash::config::Media;
-use duraflash::nbd::metrics::{serve_metrics, summary_line};
-use duraflash::nbd::{ExportConfig, Server, Snapshot};
-use duraflash::ByteSize;
+use duraflash::config::{DriveConfig, Media};
+use duraflash::host::raid::{Array, Layout, Level, TrimPolicy, DEFAULT_STRIPE_BYTES};
+use duraflash::nbd::listen::Event;
+use duraflash::nbd::metrics::summary_line;
+use duraflash::nbd::{ExportConfig, Listening, ServeError, ServedDevice, Server, Snapshot};
+use duraflash::{ByteSize, Drive};
 
 use crate::commands::{is_stdout, Provenance};
 use crate::{Failure, ServeArgs};
 
-/// Capacity `serve` uses when none is given: big enough for a filesystem,
-/// small enough that its map and data fit comfortably in memory.
+/// Capacity `serve` uses when none is given (of each member of an array):
+/// big enough for a filesystem, small enough that its map and data fit
+/// comfortably in memory.
 const SERVE_DEFAULT_CAPACITY: u64 = 1 << 30;
 
-/// How often the accept loop looks for a signal when no client connects.
-const POLL: Duration = Duration::from_millis(20);
+/// The array served instead of one drive, as the report records it.
+#[derive(Serialize)]
+struct RaidReport {
+    members: usize,
+    stripe_bytes: u64,
+    driver: TrimPolicy,
+    layout: Layout,
+}
 
 /// The final report.
 #[derive(Serialize)]
@@ -31,11 +41,34 @@ struct ServeReport<'a> {
     #[serde(flatten)]
     provenance: Provenance<'a>,
     export: &'a str,
+    /// The array's settings, when an array is served (`config` is then each member's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    raid: Option<RaidReport>,
     wall_seconds: f64,
     /// "ok", or the first broken invariant.
     invariants: String,
     #[serde(flatten)]
     snapshot: Snapshot,
+}
+
+/// `--level` and `--driver` of an array of `--members` drives; `None` for one drive.
+fn array_flags(args: &ServeArgs) -> Result<Option<(Level, TrimPolicy)>, Failure> {
+    let usage = |m: String| Err(Failure::Usage(m));
+    match (args.members, args.level, args.driver) {
+        (0, ..) => usage("--members: at least 1".into()),
+        (1, Some(_), _) => usage("--level: needs --members 2 or more".into()),
+        (1, _, Some(_)) => usage("--driver: needs --members 2 or more".into()),
+        (1, None, None) if args.stripe.is_some() => usage("--stripe: needs --members 2 or more".into()),
+        (1, None, None) => Ok(None),
+        (n, None, _) => usage(format!("--level: required with --members {n} (valid: 0, 1, 10)")),
+        (n, _, None) => {
+            usage(format!("--driver: required with --members {n} (valid: rst-10.6, rst-11.2, passthrough)"))
+        }
+        (n, Some(_), Some(_)) if args.image.is_some() => {
+            usage(format!("--image: not supported with --members {n} (an array is not saved to an image)"))
+        }
+        (_, Some(level), Some(driver)) => Ok(Some((level, driver))),
+    }
 }
 
 pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
@@ -50,13 +83,44 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
     }
     let interval = Duration::try_from_secs_f64(args.stats_interval)
         .map_err(|_| Failure::Usage(format!("--stats-interval {}: out of range", args.stats_interval)))?;
+    let array = array_flags(&args)?;
     let cfg = args.drive.build(Some(SERVE_DEFAULT_CAPACITY)).map_err(Failure::Usage)?;
-    let fresh_image = args.image.as_deref().filter(|p| !p.exists());
-    let drive = crate::open_drive(cfg.clone(), args.image.as_deref())?;
-    if fresh_image.is_some() {
-        // The image exists from the start: a crash before the first flush resumes this drive.
-        crate::save_image(&drive, fresh_image)?;
-    }
+    let Some((level, driver)) = array else {
+        let fresh_image = args.image.as_deref().filter(|p| !p.exists());
+        let drive = crate::open_drive(cfg.clone(), args.image.as_deref())?;
+        if fresh_image.is_some() {
+            // The image exists from the start: a crash before the first flush resumes this drive.
+            crate::save_image(&drive, fresh_image)?;
+        }
+        let description = format!("{} ({}, {})", cfg.name, ByteSize(cfg.logical_bytes), cfg.firmware.name);
+        return export(drive, &args, &cfg, (cfg.name.clone(), description), None, interval);
+    };
+    let stripe = args.stripe.map_or(DEFAULT_STRIPE_BYTES, |s| s.0);
+    let members = (0..args.members)
+        .map(|_| Drive::new(cfg.clone()).map_err(|e| Failure::Usage(e.to_string())))
+        .collect::<Result<Vec<_>, _>>()?;
+    let array = Array::new(level, stripe, driver, members).map_err(|e| Failure::Usage(e.to_string()))?;
+    let name = format!("RAID-{level} of {} x {}", args.members, cfg.name);
+    let description = format!(
+        "{name} ({} each, {}, stripe {}, driver {driver})",
+        ByteSize(cfg.logical_bytes),
+        cfg.firmware.name,
+        ByteSize(stripe)
+    );
+    let raid = RaidReport { members: args.members, stripe_bytes: stripe, driver, layout: *array.layout() };
+    export(array, &args, &cfg, (name, description), Some(raid), interval)
+}
+
+/// Serves `dev` (called `name`, offered with `description`) until a
+/// signal, then reports.
+fn export<D: ServedDevice>(
+    dev: D,
+    args: &ServeArgs,
+    cfg: &DriveConfig,
+    (name, description): (String, String),
+    raid: Option<RaidReport>,
+    interval: Duration,
+) -> Result<(), Failure> {
     if cfg.media == Media::MetadataOnly {
         eprintln!("duraflash: note: --media metadata-only keeps no data; reads of written units fail with ENOTSUP");
     }
@@ -67,79 +131,48 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
             .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&term)))
             .map_err(|e| Failure::Run(format!("cannot install signal handlers: {e}")))?;
     }
-    // The metrics port is bound first: once the NBD port accepts, both do.
-    let metrics = args
-        .metrics
-        .map(|addr| TcpListener::bind(addr).map_err(|e| Failure::Run(format!("--metrics {addr}: {e}"))))
-        .transpose()?;
-    let listener =
-        TcpListener::bind(args.listen).map_err(|e| Failure::Run(format!("--listen {}: {e}", args.listen)))?;
-    listener.set_nonblocking(true).map_err(|e| Failure::Run(e.to_string()))?;
-    let description = format!("duraflash {} ({}, {})", cfg.name, ByteSize(cfg.logical_bytes), cfg.firmware.name);
-    let export = ExportConfig { name: args.export.clone(), description, queue_depth: args.qd };
-    let mut server = Server::new(drive, export);
+    let export = ExportConfig {
+        name: args.export.clone(),
+        description: format!("duraflash {description}"),
+        queue_depth: args.qd,
+    };
+    let mut server = Server::new(dev, export);
     if let Some(path) = &args.image {
         server = server.with_image(path.clone());
     }
-    let server = Arc::new(server);
+    let listening = Listening::bind(server, args.listen, args.metrics).map_err(|e| match e {
+        ServeError::BindMetrics { addr, source } => Failure::Run(format!("--metrics {addr}: {source}")),
+        ServeError::BindNbd { addr, source } => Failure::Run(format!("--listen {addr}: {source}")),
+        e => Failure::Run(e.to_string()),
+    })?;
     // The addresses bound, which differ from those asked for when a port is 0.
-    let bound = |l: &TcpListener| l.local_addr().map_err(|e| Failure::Run(e.to_string()));
-    let nbd_addr = bound(&listener)?;
-    let metrics_addr = metrics.as_ref().map(bound).transpose()?;
-    if let Some(metrics) = metrics {
-        let s = Arc::clone(&server);
-        std::thread::Builder::new()
-            .name("metrics".into())
-            .spawn(move || serve_metrics(metrics, s))
-            .map_err(|e| Failure::Run(e.to_string()))?;
-    }
     eprintln!(
-        "duraflash: serving {} ({} bytes) at nbd://{}/{}{}",
-        cfg.name,
-        server.size(),
-        nbd_addr,
+        "duraflash: serving {name} ({} bytes) at nbd://{}/{}{}",
+        listening.server().size(),
+        listening.nbd_addr(),
         args.export,
-        metrics_addr.map(|m| format!(", metrics at http://{m}/metrics")).unwrap_or_default()
+        listening.metrics_addr().map(|m| format!(", metrics at http://{m}/metrics")).unwrap_or_default()
     );
-    let started = Instant::now();
-    let mut last = Instant::now();
-    while !term.load(Ordering::SeqCst) {
-        match listener.accept() {
-            Ok((stream, _)) => {
-                if let Err(e) = stream.set_nonblocking(false).and_then(|_| server.spawn(stream)) {
-                    eprintln!("duraflash: connection refused: {e}");
-                }
-                continue;
-            }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-            Err(e) => eprintln!("duraflash: accept: {e}"),
-        }
-        std::thread::sleep(POLL);
-        if !interval.is_zero() && last.elapsed() >= interval {
-            last = Instant::now();
-            if let Some(s) = server.snapshot(false) {
-                eprintln!("{}", summary_line(&s));
-            }
-        }
-    }
-    eprintln!("duraflash: shutting down");
-    server.shutdown();
-    if args.image.is_some() {
-        server.checkpoint().map_err(|e| Failure::Run(format!("--image: {e}")))?;
-    }
-    let snapshot = server.snapshot(true).ok_or_else(|| Failure::Run("the drive failed (internal error)".into()))?;
-    let invariants = match server.with_drive(|d| d.check_invariants()) {
-        Some(Ok(())) => "ok".to_string(),
-        Some(Err(e)) => e.to_string(),
-        None => "the drive failed (internal error)".to_string(),
-    };
-    eprintln!("{}", summary_line(&snapshot));
+    let finished = listening
+        .run(&term, interval, |event| match event {
+            Event::Tick(s) => eprintln!("{}", summary_line(s)),
+            Event::Refused(e) => eprintln!("duraflash: connection refused: {e}"),
+            Event::AcceptFailed(e) => eprintln!("duraflash: accept: {e}"),
+            Event::ShuttingDown => eprintln!("duraflash: shutting down"),
+        })
+        .map_err(|e| match e {
+            ServeError::Checkpoint(e) => Failure::Run(format!("--image: {e}")),
+            e => Failure::Run(e.to_string()),
+        })?;
+    eprintln!("{}", summary_line(&finished.snapshot));
+    let invariants = finished.invariants.err().map_or_else(|| "ok".to_string(), |e| e.to_string());
     let report = ServeReport {
-        provenance: Provenance::new(&cfg),
+        provenance: Provenance::new(cfg),
         export: &args.export,
-        wall_seconds: started.elapsed().as_secs_f64(),
+        raid,
+        wall_seconds: finished.wall_seconds,
         invariants: invariants.clone(),
-        snapshot,
+        snapshot: finished.snapshot,
     };
     let json = serde_json::to_string_pretty(&report).map_err(|e| Failure::Run(e.to_string()))?;
     match args.json.as_deref() {

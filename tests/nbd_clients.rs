@@ -52,8 +52,14 @@ impl Served {
 
     /// A server printing its summary line every `stats_interval` seconds.
     fn start_with(capacity: &str, stats_interval: &str) -> Self {
+        Self::start_args(&["--capacity", capacity, "--stats-interval", stats_interval])
+    }
+
+    /// A server started with `args` (and ports of its own).
+    fn start_args(args: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_duraflash"))
-            .args(["serve", "--capacity", capacity, "--stats-interval", stats_interval])
+            .arg("serve")
+            .args(args)
             .args(["--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0"])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -456,10 +462,9 @@ fn tree() -> Vec<(String, Vec<u8>)> {
     files
 }
 
-/// ext4 on nbdfuse + loop: mkfs's discard, a copied tree, deletes, fstrim;
-/// TRIM reaches the refcounts and what is left reads back after remount.
-#[test]
-fn ext4_on_nbdfuse_loop_fstrim_frees_units_and_files_survive_remount() {
+/// Whether the ext4 stack can run here: the tools (a missing one fails
+/// under CI), root, FUSE and loop devices.
+fn ext4_ready() -> bool {
     let tools = [
         ("nbdfuse", "nbdfuse"),
         ("fusermount3", "fuse3"),
@@ -468,14 +473,33 @@ fn ext4_on_nbdfuse_loop_fstrim_frees_units_and_files_survive_remount() {
         ("fstrim", "util-linux"),
     ];
     if !tools.iter().all(|(t, p)| have(t, p)) {
-        return;
+        return false;
     }
     if let Some(why) = ext4_unavailable() {
         eprintln!("skipping ext4 test: {why}; see README 'Serving the drive over NBD' for the recipe");
-        return;
+        return false;
     }
-    let served = Served::start("128MiB");
-    let dir = Scratch::new("ext4");
+    true
+}
+
+/// The metrics at each step of [`ext4_round`].
+struct Ext4Round {
+    /// After the tree is copied and synced.
+    full: HashMap<String, f64>,
+    /// After half the small files and the big one are deleted.
+    deleted: HashMap<String, f64>,
+    /// After fstrim.
+    trimmed: HashMap<String, f64>,
+    /// Units the deleted files covered.
+    deleted_units: f64,
+}
+
+/// ext4 on nbdfuse + loop over `served` (an export of `size` bytes):
+/// mkfs (whose discard must reach the export as TRIM), a copied tree,
+/// deletes, fstrim, and a remount after which every kept file reads back.
+/// `None` when FUSE or the loop device turns out unusable (skipped).
+fn ext4_round(served: &Served, size: u64) -> Option<Ext4Round> {
+    let dir = Scratch::new(&format!("ext4-{}", served.port));
     let (fuse_dir, mnt) = (dir.path("fuse"), dir.path("mnt"));
     std::fs::create_dir_all(&fuse_dir).expect("fuse dir");
     std::fs::create_dir_all(&mnt).expect("mount point");
@@ -485,17 +509,17 @@ fn ext4_on_nbdfuse_loop_fstrim_frees_units_and_files_survive_remount() {
     stack.fuse_dir = Some(fuse_dir.clone());
     let file = fuse_dir.join("nbd");
     let deadline = Instant::now() + Duration::from_secs(10);
-    while std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0) != 128 << 20 {
+    while std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0) != size {
         if Instant::now() > deadline {
             eprintln!("skipping ext4 test: nbdfuse did not expose the export (FUSE unusable here)");
-            return;
+            return None;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
     let out = Command::new("losetup").args(["-f", "--show"]).arg(&file).output().expect("losetup runs");
     if !out.status.success() {
         eprintln!("skipping ext4 test: losetup failed: {}", String::from_utf8_lossy(&out.stderr).trim());
-        return;
+        return None;
     }
     let dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
     stack.loop_dev = Some(dev.clone());
@@ -515,8 +539,7 @@ fn ext4_on_nbdfuse_loop_fstrim_frees_units_and_files_survive_remount() {
         std::fs::write(&path, data).expect("write file");
     }
     run(&mut Command::new("sync"));
-    let units_full = served.metric("duraflash_mapped_units");
-    let live_full = served.metric("duraflash_live_bytes");
+    let full = served.metrics();
     // Delete half the small files and the big one.
     let (gone, kept): (Vec<_>, Vec<_>) =
         files.iter().enumerate().partition(|(i, (n, _))| i % 2 == 0 || n.starts_with("big"));
@@ -524,18 +547,10 @@ fn ext4_on_nbdfuse_loop_fstrim_frees_units_and_files_survive_remount() {
         std::fs::remove_file(mnt.join(name)).expect("delete");
     }
     run(&mut Command::new("sync"));
-    let units_deleted = served.metric("duraflash_mapped_units");
+    let deleted = served.metrics();
     run(Command::new("fstrim").arg(&mnt));
-    let units_trimmed = served.metric("duraflash_mapped_units");
-    let live_trimmed = served.metric("duraflash_live_bytes");
-    eprintln!(
-        "ext4: mapped units {units_full} after copy, {units_deleted} after delete, {units_trimmed} after fstrim; \
-         live bytes {live_full} -> {live_trimmed}"
-    );
+    let trimmed = served.metrics();
     let deleted_units = gone.iter().map(|(_, (_, d))| d.len().div_ceil(4096)).sum::<usize>() as f64;
-    assert!(units_deleted >= units_full - 16.0, "deleting alone does not unmap (no discard mount option)");
-    assert!(units_trimmed <= units_deleted - 0.9 * deleted_units, "fstrim unmapped the deleted files' units");
-    assert!(live_trimmed < live_full * 0.5, "physical usage dropped: {live_full} -> {live_trimmed}");
 
     stack.unmount();
     run(Command::new("mount").arg(&dev).arg(&mnt));
@@ -545,5 +560,113 @@ fn ext4_on_nbdfuse_loop_fstrim_frees_units_and_files_survive_remount() {
         assert!(back == *data, "{name} changed across remount");
     }
     drop(stack);
+    Some(Ext4Round { full, deleted, trimmed, deleted_units })
+}
+
+impl Ext4Round {
+    /// What the filesystem did to the export as a whole: deleting alone
+    /// unmaps nothing; fstrim unmaps the deleted files' units and drops the
+    /// physical usage.
+    fn check_fstrim_freed_units(&self) {
+        let (units_full, live_full) = (self.full["duraflash_mapped_units"], self.full["duraflash_live_bytes"]);
+        let units_deleted = self.deleted["duraflash_mapped_units"];
+        let (units_trimmed, live_trimmed) =
+            (self.trimmed["duraflash_mapped_units"], self.trimmed["duraflash_live_bytes"]);
+        eprintln!(
+            "ext4: mapped units {units_full} after copy, {units_deleted} after delete, {units_trimmed} after fstrim; \
+             live bytes {live_full} -> {live_trimmed}"
+        );
+        assert!(units_deleted >= units_full - 16.0, "deleting alone does not unmap (no discard mount option)");
+        assert!(units_trimmed <= units_deleted - 0.9 * self.deleted_units, "fstrim unmapped the deleted files' units");
+        assert!(live_trimmed < live_full * 0.5, "physical usage dropped: {live_full} -> {live_trimmed}");
+    }
+}
+
+/// ext4 on nbdfuse + loop: mkfs's discard, a copied tree, deletes, fstrim;
+/// TRIM reaches the refcounts and what is left reads back after remount.
+#[test]
+fn ext4_on_nbdfuse_loop_fstrim_frees_units_and_files_survive_remount() {
+    if !ext4_ready() {
+        return;
+    }
+    let served = Served::start("128MiB");
+    let Some(round) = ext4_round(&served, 128 << 20) else { return };
+    round.check_fstrim_freed_units();
     assert_eq!(served.stop()["invariants"], "ok");
+}
+
+/// The same ext4 round on a RAID-0 of two SF-2281 members behind Intel
+/// RST 11.2 (which passes RAID-0 TRIM): fstrim reaches both members'
+/// reference counts, in the live metrics and in the final report.
+#[test]
+fn ext4_fstrim_on_a_raid0_export_reaches_both_members() {
+    if !ext4_ready() {
+        return;
+    }
+    let args = ["--preset", "sf2281-240g", "--capacity", "64MiB", "--stats-interval", "0"];
+    let served = Served::start_args(&[&args[..], &["--members", "2", "--level", "0", "--driver", "rst-11.2"]].concat());
+    let Some(round) = ext4_round(&served, 128 << 20) else { return };
+    round.check_fstrim_freed_units();
+    let member = |m: &HashMap<String, f64>, name: &str, i: usize| {
+        let key = format!("duraflash_member_{name}{{member=\"{i}\"}}");
+        m.get(&key).copied().unwrap_or_else(|| panic!("no metric {key}"))
+    };
+    let mut trimmed_by_fstrim = Vec::new();
+    for i in 0..2 {
+        let (deleted, trimmed) = (&round.deleted, &round.trimmed);
+        let (units_deleted, units_trimmed) = (member(deleted, "mapped_units", i), member(trimmed, "mapped_units", i));
+        let by_fstrim = member(trimmed, "host_trim_units_total", i) - member(deleted, "host_trim_units_total", i);
+        eprintln!("member {i}: mapped units {units_deleted} -> {units_trimmed} after fstrim ({by_fstrim} trimmed)");
+        assert!(units_trimmed < units_deleted, "fstrim lowered member {i}'s mapped units");
+        assert!(by_fstrim > 0.0, "fstrim's TRIM reached member {i}");
+        trimmed_by_fstrim.push(by_fstrim);
+    }
+    let total = round.trimmed["duraflash_host_trim_units_total"] - round.deleted["duraflash_host_trim_units_total"];
+    assert_eq!(trimmed_by_fstrim.iter().sum::<f64>(), total, "the array's counters are its members' summed");
+    let report = served.stop();
+    assert_eq!(report["invariants"], "ok");
+    assert_eq!(report["raid"]["layout"]["level"], "0");
+    assert_eq!(report["raid"]["driver"], "rst-11.2");
+    assert!(report.get("smart").is_none(), "an array has no SMART table of its own");
+    let members = report["members"].as_array().expect("per-member report");
+    assert_eq!(members.len(), 2);
+    for (i, m) in members.iter().enumerate() {
+        let stats = &m["stats"];
+        let trims = stats["host_trim_units"].as_f64().unwrap_or(0.0);
+        assert!(trims >= trimmed_by_fstrim[i], "member {i} reports its trimmed units: {stats}");
+        // The remount writes a little metadata after fstrim; far less than fstrim unmapped.
+        let mapped = stats["mapped_units"].as_f64().unwrap_or(f64::MAX);
+        assert!(mapped < member(&round.deleted, "mapped_units", i), "member {i} reports fewer mapped units: {stats}");
+        assert!(m["smart"]["attributes"].as_array().is_some_and(|a| !a.is_empty()), "member {i} has SMART");
+    }
+}
+
+/// RAID flags of `serve` are checked before anything is served: exit 2,
+/// one line naming the flag.
+#[test]
+fn serve_refuses_bad_array_flags_with_one_line() {
+    let dir = Scratch::new("array-flags");
+    let image = dir.path("never.img");
+    let image_arg = image.to_str().expect("utf-8 path");
+    let cases: [(&[&str], &str); 6] = [
+        (&["--members", "2", "--level", "0", "--driver", "rst-11.2", "--image", image_arg], "--image"),
+        (&["--members", "2", "--driver", "rst-11.2"], "--level"),
+        (&["--members", "2", "--level", "0"], "--driver"),
+        (&["--level", "0"], "--members 2"),
+        (&["--members", "3", "--level", "10", "--driver", "passthrough"], "even"),
+        (&["--members", "2", "--level", "0", "--driver", "rst-11.2", "--stripe", "6k"], "--stripe"),
+    ];
+    for (args, needle) in cases {
+        let out = Command::new(env!("CARGO_BIN_EXE_duraflash"))
+            .arg("serve")
+            .args(args)
+            .args(["--capacity", "64MiB", "--listen", "127.0.0.1:0"])
+            .output()
+            .expect("binary runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?} printed more than one line: {err}");
+        assert!(err.contains(needle), "{args:?}: '{err}' does not mention {needle}");
+        assert!(!image.exists(), "no image was written");
+    }
 }

@@ -247,7 +247,7 @@ proptest! {
         let data = vec![seed; 8192];
         good.write(offset, &data);
         prop_assert_eq!(good.read(offset, 8192), data);
-        prop_assert!(server.with_drive(|d| d.check_invariants()).expect("drive lock healthy").is_ok());
+        prop_assert!(server.with_device(|d| d.check_invariants()).expect("drive lock healthy").is_ok());
     }
 }
 

@@ -209,6 +209,15 @@ impl Layout {
             .then(|| (row * self.columns as u64 + (member / self.copies) as u64) * self.stripe + off)
     }
 
+    /// Where array sector `lba` (in range) lives: each member holding a
+    /// copy of it, with the member sector there.
+    pub fn holders(&self, lba: u64) -> impl Iterator<Item = (usize, u64)> {
+        let (k, off) = (lba / self.stripe, lba % self.stripe);
+        let column = (k % self.columns as u64) as usize;
+        let member_lba = (k / self.columns as u64) * self.stripe + off;
+        self.members_of(column).map(move |m| (m, member_lba))
+    }
+
     /// The per-column runs of `sectors` array sectors at `lba` (in range):
     /// one contiguous member run per column, since a column's stripes lie
     /// in consecutive rows.
@@ -466,6 +475,15 @@ mod tests {
         assert_eq!(l.array_lba(0, 0), Some(0));
         assert_eq!(l.array_lba(1, 0), Some(8));
         assert_eq!(l.array_lba(0, 8), Some(16));
+        assert_eq!(l.holders(16).collect::<Vec<_>>(), vec![(0, 8)]);
+        assert_eq!(l.holders(9).collect::<Vec<_>>(), vec![(1, 1)]);
+        for lba in 0..64 {
+            for (m, at) in l.holders(lba) {
+                assert_eq!(l.array_lba(m, at), Some(lba), "holders inverts array_lba");
+            }
+        }
+        let mirror = Layout::new(Level::Raid10, 4, 4096, 1 << 20, 4096).unwrap();
+        assert_eq!(mirror.holders(8).collect::<Vec<_>>(), vec![(2, 0), (3, 0)], "both copies of column 1");
         let r = l.member_ranges(&[(Lba(4), 20)]);
         assert_eq!(r[0], vec![(Lba(4), 12)]);
         assert_eq!(r[1], vec![(Lba(0), 8)]);

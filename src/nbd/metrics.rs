@@ -1,9 +1,11 @@
-//! Live visibility of a served drive: the one-line summary, the
+//! Live visibility of a served device: the one-line summary, the
 //! Prometheus text exposition of the same counters, and a minimal
 //! HTTP/1.0 responder for `GET /metrics`.
 //!
 //! The SMART attributes come from [`crate::host::smart`]: the drive vendor's
-//! table, raw values in each attribute's unit.
+//! table, raw values in each attribute's unit. An array's counters are its
+//! members' combined; each member's own, and its SMART table, carry a
+//! `member` label.
 
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
@@ -11,7 +13,9 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::device::ServedDevice;
 use super::server::{Server, Snapshot};
+use crate::device::Stats;
 
 const GIB: f64 = (1u64 << 30) as f64;
 
@@ -87,24 +91,49 @@ pub fn prometheus(s: &Snapshot) -> String {
     ] {
         let _ = writeln!(out, "duraflash_nbd_requests_total{{command=\"{cmd}\"}} {n}");
     }
+    if !s.members.is_empty() {
+        for (name, kind, help, value) in MEMBER_METRICS {
+            let _ = writeln!(out, "# HELP duraflash_member_{name} {help}\n# TYPE duraflash_member_{name} {kind}");
+            for (i, m) in s.members.iter().enumerate() {
+                let _ = writeln!(out, "duraflash_member_{name}{{member=\"{i}\"}} {}", value(&m.stats));
+            }
+        }
+    }
     let _ = writeln!(out, "# HELP duraflash_smart_raw SMART attributes, raw values in each attribute's unit.");
     let _ = writeln!(out, "# TYPE duraflash_smart_raw gauge");
-    for a in &s.smart.attributes {
+    for a in s.smart.iter().flat_map(|t| &t.attributes) {
         let _ = writeln!(out, "duraflash_smart_raw{{id=\"{}\",name=\"{}\"}} {}", a.id, a.name, a.raw);
+    }
+    for (i, m) in s.members.iter().enumerate() {
+        for a in &m.smart.attributes {
+            let _ =
+                writeln!(out, "duraflash_smart_raw{{member=\"{i}\",id=\"{}\",name=\"{}\"}} {}", a.id, a.name, a.raw);
+        }
     }
     out
 }
 
+/// Each array member's own counters, exposed with a `member` label.
+type MemberMetric = (&'static str, &'static str, &'static str, fn(&Stats) -> f64);
+const MEMBER_METRICS: [MemberMetric; 6] = [
+    ("host_write_bytes_total", "counter", "Bytes the member was sent to write.", |s| s.host_write_bytes as f64),
+    ("host_trim_units_total", "counter", "Member units unmapped by TRIM.", |s| s.host_trim_units as f64),
+    ("nand_bytes_programmed_total", "counter", "Member NAND bytes programmed.", |s| s.nand_bytes_programmed as f64),
+    ("mapped_units", "gauge", "Member units mapped.", |s| s.mapped_units as f64),
+    ("live_bytes", "gauge", "Stored bytes of the member's live chunks.", |s| s.live_bytes as f64),
+    ("free_blocks", "gauge", "Member erased blocks ready for writing.", |s| f64::from(s.free_blocks)),
+];
+
 /// Answers HTTP requests on `listener` until the process ends: `GET
 /// /metrics` gets the exposition, anything else 404.
-pub fn serve_metrics(listener: TcpListener, server: Arc<Server>) {
+pub fn serve_metrics<D: ServedDevice>(listener: TcpListener, server: Arc<Server<D>>) {
     for stream in listener.incoming().flatten() {
         // A misbehaving scraper only loses its own request.
         let _ = answer(stream, &server);
     }
 }
 
-fn answer(mut stream: TcpStream, server: &Server) -> io::Result<()> {
+fn answer<D: ServedDevice>(mut stream: TcpStream, server: &Server<D>) -> io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(2)))?;
     let mut head = Vec::new();
     let mut limited = (&stream).take(MAX_HTTP_REQUEST);
