@@ -530,7 +530,7 @@ impl DriveConfig {
                 return Err(ConfigError::invalid(field, "must be at least 1"));
             }
         }
-        if g.page_bytes < 512 || g.page_bytes % 512 != 0 || g.page_bytes > 1 << 20 {
+        if g.page_bytes < 512 || !g.page_bytes.is_multiple_of(512) || g.page_bytes > 1 << 20 {
             return Err(ConfigError::invalid(
                 "geometry.page_bytes",
                 format!("{} is not a multiple of 512 between 512 and 1 MiB", g.page_bytes),
@@ -554,7 +554,7 @@ impl DriveConfig {
             ));
         }
         self.packing()?;
-        if self.logical_bytes == 0 || self.logical_bytes % u64::from(u) != 0 {
+        if self.logical_bytes == 0 || !self.logical_bytes.is_multiple_of(u64::from(u)) {
             return Err(ConfigError::invalid(
                 "logical_bytes",
                 format!("{} is not a positive multiple of the {u}-byte unit", self.logical_bytes),

@@ -738,7 +738,7 @@ impl Harness {
 
     /// Invariants and the counter identities the model predicts.
     fn check(&mut self) -> Res {
-        let deep = self.step % self.deep_every == 0;
+        let deep = self.step.is_multiple_of(self.deep_every);
         if deep {
             self.drive.check_invariants().map_err(|e| format!("invariant broken: {e}"))?;
         }

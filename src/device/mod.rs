@@ -180,7 +180,7 @@ impl Drive {
     }
 
     fn check_transfer(&self, lba: Lba, len: usize) -> Result<u64, DriveError> {
-        if len == 0 || len as u64 % SECTOR_BYTES != 0 {
+        if len == 0 || !(len as u64).is_multiple_of(SECTOR_BYTES) {
             return Err(DriveError::Misaligned { len, sector: SECTOR_BYTES });
         }
         let sectors = len as u64 / SECTOR_BYTES;

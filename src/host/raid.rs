@@ -176,13 +176,13 @@ impl Layout {
         let (columns, copies) = match level {
             Level::Raid0 if members >= 2 => (members, 1),
             Level::Raid1 if members >= 2 => (1, members),
-            Level::Raid10 if members >= 4 && members % 2 == 0 => (members / 2, 2),
+            Level::Raid10 if members >= 4 && members.is_multiple_of(2) => (members / 2, 2),
             _ => {
                 let need = if level == Level::Raid10 { "an even number from 4" } else { "at least 2" };
                 return Err(RaidError::Members { level, members, need });
             }
         };
-        if stripe_bytes == 0 || stripe_bytes % unit_bytes.max(SECTOR_BYTES) != 0 {
+        if stripe_bytes == 0 || !stripe_bytes.is_multiple_of(unit_bytes.max(SECTOR_BYTES)) {
             return Err(RaidError::Stripe { stripe: stripe_bytes, unit: unit_bytes });
         }
         let rows = member_bytes / stripe_bytes;
@@ -367,7 +367,7 @@ impl BlockDevice for Array {
     /// refuses its part stops the batch there.
     fn write_batch_on(&mut self, requests: &[(Lba, &[u8])], queue: &mut HostQueue) -> Result<(), RaidError> {
         for (lba, data) in requests {
-            if data.len() as u64 % SECTOR_BYTES != 0 {
+            if !(data.len() as u64).is_multiple_of(SECTOR_BYTES) {
                 return Err(RaidError::Request(DriveError::Misaligned { len: data.len(), sector: SECTOR_BYTES }));
             }
             self.check(*lba, data.len() as u64 / SECTOR_BYTES)?;

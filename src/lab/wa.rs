@@ -53,7 +53,7 @@ impl WaSpec {
     /// Checks the spec against the drive it will run on, naming the bad flag.
     pub fn validate(&self, cfg: &DriveConfig) -> Result<(), String> {
         let unit = u64::from(cfg.unit_bytes);
-        if self.request_bytes == 0 || self.request_bytes % unit != 0 {
+        if self.request_bytes == 0 || !self.request_bytes.is_multiple_of(unit) {
             return Err(format!("--bs {} is not a positive multiple of the {unit}-byte unit", self.request_bytes));
         }
         if self.request_bytes > cfg.logical_bytes {

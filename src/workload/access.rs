@@ -159,7 +159,7 @@ mod tests {
         let mut p = SlotStream::new(Access::Pareto(0.2), 1000, 1).unwrap();
         let mut hot = 0;
         for _ in 0..10000 {
-            if p.next_slot() % 1000 == 0 {
+            if p.next_slot().is_multiple_of(1000) {
                 hot += 1;
             }
         }

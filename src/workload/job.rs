@@ -105,13 +105,13 @@ impl JobResult {
 impl JobSpec {
     /// Checks the job against the drive, naming the bad setting.
     pub fn validate(&self, capacity_bytes: u64) -> Result<(), String> {
-        if self.bs == 0 || self.bs % SECTOR_BYTES != 0 {
+        if self.bs == 0 || !self.bs.is_multiple_of(SECTOR_BYTES) {
             return Err(format!("job '{}': bs {} is not a positive multiple of 512", self.name, self.bs));
         }
         if self.iodepth == 0 {
             return Err(format!("job '{}': iodepth must be at least 1", self.name));
         }
-        if self.offset % SECTOR_BYTES != 0 {
+        if !self.offset.is_multiple_of(SECTOR_BYTES) {
             return Err(format!("job '{}': offset {} is not sector-aligned", self.name, self.offset));
         }
         let end = self.offset.checked_add(self.length);

@@ -178,7 +178,7 @@ fn write_bytes<D: ServedDevice>(s: &mut State<D>, offset: u64, data: &[u8]) -> R
     let State { dev, queue, .. } = s;
     let end = offset + data.len() as u64;
     let first = offset / SECTOR_BYTES;
-    if offset % SECTOR_BYTES == 0 && end % SECTOR_BYTES == 0 {
+    if offset.is_multiple_of(SECTOR_BYTES) && end.is_multiple_of(SECTOR_BYTES) {
         return dev.write_batch_on(&[(Lba(first), data)], queue).map_err(Failure::of::<D>);
     }
     let sectors = end.div_ceil(SECTOR_BYTES) - first;
