@@ -1414,7 +1414,7 @@ pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
         "capacity", "mode", "OP %", "WAF", "M w/CPU-s", "M w/s", "ns/write", "ns/chunk", "B/unit", "RSS MB", "CPU-s"
     );
     for cfg in &sizes {
-        for &mode in &args.modes {
+        for mode in args.modes.iter().map(|&m| bench::Mode::from(m)) {
             let label = format!("{} {mode}", duraflash::units::ByteSize(cfg.logical_bytes));
             let p = with_phases(args.out.quiet, |tick| {
                 bench::point(cfg, mode, &spec, &mut |phase, x| tick(&format!("{label}: {phase}"), x))

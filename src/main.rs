@@ -217,7 +217,7 @@ struct BenchArgs {
     sizes: Vec<String>,
     /// Modes: content-free, content, retained.
     #[arg(long, value_delimiter = ',', value_enum, default_value = "content-free,content,retained")]
-    modes: Vec<duraflash::lab::bench::Mode>,
+    modes: Vec<BenchModeArg>,
     /// Over-provisioning of the data blocks, the same at every size.
     #[arg(long, default_value_t = 0.07)]
     op: f64,
@@ -239,6 +239,28 @@ struct BenchArgs {
     plot: Option<PathBuf>,
     #[command(flatten)]
     out: Output,
+}
+
+/// `--modes` values: [`duraflash::lab::bench::Mode`] (the library has no clap).
+#[derive(Clone, Copy, ValueEnum)]
+#[value(rename_all = "kebab-case")]
+enum BenchModeArg {
+    /// Compression and dedup off, metadata-only media: no content at all.
+    ContentFree,
+    /// 50 % compressible data, compression and dedup on, metadata-only.
+    Content,
+    /// As `content`, with the stored bytes kept.
+    Retained,
+}
+
+impl From<BenchModeArg> for duraflash::lab::bench::Mode {
+    fn from(m: BenchModeArg) -> Self {
+        match m {
+            BenchModeArg::ContentFree => Self::ContentFree,
+            BenchModeArg::Content => Self::Content,
+            BenchModeArg::Retained => Self::Retained,
+        }
+    }
 }
 
 #[derive(Args)]

@@ -19,7 +19,7 @@ use crate::lab::wa::{self, Speed, WaSpec};
 use crate::workload::access::Access;
 
 /// What a bench point writes and keeps.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
     /// Compression and dedup off, metadata-only media: no content at all.
