@@ -29,7 +29,7 @@
 //! this way; `duraflash sweep` runs whole grids.
 //!
 //! ```
-//! use duraflash::workload::fio::{Distribution, Rw};
+//! use duraflash::workload::access::{Distribution, Rw};
 //! use duraflash::content::pattern::DataSpec;
 //! use duraflash::workload::job::{fill_spec, run_job, JobSpec, Limit};
 //! use duraflash::{Drive, DriveConfig, Media};

@@ -16,7 +16,7 @@ use crate::device::Drive;
 use crate::lab::wa::{run_with, WaSpec};
 use crate::units::{Lba, SECTOR_BYTES};
 use crate::workload::access::Access;
-use crate::workload::fio::{Distribution, Rw};
+use crate::workload::access::{Distribution, Rw};
 use crate::workload::job::{run_job_with, JobSpec, Limit};
 
 /// Bytes each simulated write-speed job writes (at most the span).

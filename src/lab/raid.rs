@@ -13,7 +13,7 @@ use crate::host::raid::{Array, Layout, Level, TrimPolicy};
 use crate::host::smart::Smart;
 use crate::host::BlockDevice;
 use crate::lab::torture::{format_trim, pause};
-use crate::workload::fio::{Distribution, Rw};
+use crate::workload::access::{Distribution, Rw};
 use crate::workload::job::{fill_spec, run_job, JobSpec, Limit};
 use crate::workload::review::{hdtach_sized, HdTach};
 

@@ -637,14 +637,14 @@ fn smart_part(scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
             run_job(&mut drive, &fill_spec(cap, 128 << 10, 32, data, seed), &mut |_| {})?;
             let random = JobSpec {
                 name: "randwrite".into(),
-                rw: crate::workload::fio::Rw::RandWrite,
+                rw: crate::workload::access::Rw::RandWrite,
                 bs: 4096,
                 iodepth: 32,
                 offset: 0,
                 length: cap,
                 limit: Limit::Bytes(2 * cap),
                 rwmixread: 0,
-                distribution: crate::workload::fio::Distribution::Random,
+                distribution: crate::workload::access::Distribution::Random,
                 data,
                 seed,
             };

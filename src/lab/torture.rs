@@ -14,7 +14,7 @@ use crate::firmware::DSM_MAX_SECTORS;
 use crate::host::{BlockDevice, HostQueue};
 use crate::lab::plot::{LineChart, Series};
 use crate::units::Lba;
-use crate::workload::fio::{Distribution, Rw};
+use crate::workload::access::{Distribution, Rw};
 use crate::workload::job::{fill_spec, run_job, JobSpec, Limit};
 use crate::workload::review::{atto, hdtach_isolated, AttoPoint, HdTach, Isolation, HDTACH_REQUEST};
 

@@ -8,8 +8,7 @@ use crate::content::pattern::{unit_seed, DataSpec, PatternGen};
 use crate::content::Content;
 use crate::host::{BlockDevice, CommandKind, HostQueue, QueueSummary};
 use crate::units::{Lba, SECTOR_BYTES};
-use crate::workload::access::{Access, SlotStream};
-use crate::workload::fio::{Distribution, Rw};
+use crate::workload::access::{Access, Distribution, Rw, SlotStream};
 
 /// Writes gathered into one pipeline batch at most (timing stays per
 /// command)...
@@ -148,12 +147,7 @@ pub fn run_job_with<D: BlockDevice>(
 ) -> Result<JobResult, String> {
     spec.validate(drive.capacity_bytes())?;
     let slots = spec.length / spec.bs;
-    let access = match spec.distribution {
-        Distribution::Random => Access::Uniform,
-        Distribution::Zipf(theta) => Access::Zipf(theta),
-        Distribution::Pareto(h) => Access::Pareto(h),
-    };
-    let mut random = SlotStream::new(access, slots, unit_seed(spec.seed, 2))?;
+    let mut random = SlotStream::new(Access::from(spec.distribution), slots, unit_seed(spec.seed, 2))?;
     let mut mix = SlotStream::new(Access::Uniform, 1, unit_seed(spec.seed, 3))?;
     let mut queue = HostQueue::new(spec.iodepth, drive.now());
     let start = queue.started_at();

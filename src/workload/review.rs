@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::content::pattern::{unit_seed, DataSpec};
 use crate::device::Drive;
 use crate::host::BlockDevice;
-use crate::workload::fio::{Distribution, Rw};
+use crate::workload::access::{Distribution, Rw};
 use crate::workload::job::{run_job, JobSpec, Limit};
 
 /// HD Tach's request size in the model: 128 KiB sequential commands at
