@@ -13,8 +13,8 @@ use duraflash::host::smart::Smart;
 use duraflash::lab::optimizer::{self, OptimizerReport};
 use duraflash::lab::plot::{self, LineChart, Series};
 use duraflash::lab::raid::{self, RaidReport, RaidSpec};
-use duraflash::workload::fio::{self, Job};
-use duraflash::workload::job::{fill_spec, run_job, JobResult, JobSpec, Limit};
+use duraflash::workload::fio;
+use duraflash::workload::job::{fill_spec, run_job, JobResult};
 use duraflash::workload::review::{self, AttoPoint, HdTach, IometerPoint};
 use duraflash::Drive;
 
@@ -125,10 +125,10 @@ pub(super) fn hdtach(args: HdtachArgs) -> Result<(), Failure> {
     if args.fill {
         let cap = drive.config().logical_bytes;
         let spec = fill_spec(cap, review::HDTACH_REQUEST, 32, data, seed);
-        with_progress(&args.out, "fill", |p| run_job(&mut drive, &spec, p)).map_err(Failure::Run)?;
+        with_progress(&args.out, "fill", |p| run_job(&mut drive, &spec, p)).map_err(Failure::run)?;
     }
     let result = with_progress(&args.out, "hdtach", |p| review::hdtach(&mut drive, args.zones, data, seed, p))
-        .map_err(Failure::Run)?;
+        .map_err(Failure::run)?;
     let gb = |o: u64| o as f64 / 1e9;
     let chart = LineChart {
         title: format!("HD Tach: {} ({})", drive.config().name, if args.fill { "filled" } else { "secure-erased" }),
@@ -179,7 +179,7 @@ pub(super) fn atto(args: AttoArgs) -> Result<(), Failure> {
     let drive = build(&args.drive, args.image.as_deref())?;
     let seed = drive.config().seed;
     let points =
-        with_progress(&args.out, "atto", |p| review::atto(&drive, args.span.0, seed, p)).map_err(Failure::Run)?;
+        with_progress(&args.out, "atto", |p| review::atto(&drive, args.span.0, seed, p)).map_err(Failure::run)?;
     let chart = LineChart {
         title: format!("ATTO: {} (QD {}, {} span)", drive.config().name, review::ATTO_QD, args.span),
         x_label: "transfer size".into(),
@@ -254,9 +254,9 @@ pub(super) fn iometer(args: IometerArgs) -> Result<(), Failure> {
         return Err(Failure::Usage(format!("--span {}: must be at least {IOMETER_FILL_REQUEST} bytes", args.span.0)));
     }
     let fill = fill_spec(span, IOMETER_FILL_REQUEST, 32, data, seed);
-    with_progress(&args.out, "fill", |p| run_job(&mut drive, &fill, p)).map_err(Failure::Run)?;
+    with_progress(&args.out, "fill", |p| run_job(&mut drive, &fill, p)).map_err(Failure::run)?;
     let points = with_progress(&args.out, "iometer", |p| review::iometer(&mut drive, span, args.ops, data, seed, p))
-        .map_err(Failure::Run)?;
+        .map_err(Failure::run)?;
     let chart = LineChart {
         title: format!("IOmeter 4 KiB random: {}", drive.config().name),
         x_label: "queue depth".into(),
@@ -336,95 +336,23 @@ fn fio_dir(d: &duraflash::workload::job::DirResult) -> FioDir {
     }
 }
 
-/// Applies a job file's `[drive]` section on top of the command line's
-/// drive flags (the file wins where both speak).
-fn drive_from_job(args: &RunArgs, file: &fio::JobFile) -> Result<Drive, Failure> {
-    let mut flags = args.drive.clone();
-    for setting in &file.drive {
-        let v = setting.value.as_str();
-        let bad = |why: String| {
-            Failure::Usage(format!("{}: line {}: [drive] {}: {why}", args.job.display(), setting.line, setting.key))
-        };
-        match setting.key.as_str() {
-            "preset" => flags.preset = v.to_string(),
-            "capacity" => flags.capacity = Some(super::parse_capacity(v).map_err(bad)?),
-            "seed" => flags.seed = v.parse().map_err(|e: std::num::ParseIntError| bad(e.to_string()))?,
-            "op" => flags.op = Some(v.parse().map_err(|e: std::num::ParseFloatError| bad(e.to_string()))?),
-            "gc" => flags.gc = Some(v.parse().map_err(bad)?),
-            "media" => flags.media = Some(v.parse().map_err(bad)?),
-            "compression" | "dedup" => {
-                let on = match v {
-                    "on" | "1" | "true" => super::Toggle::On,
-                    "off" | "0" | "false" => super::Toggle::Off,
-                    _ => return Err(bad(format!("'{v}' is not on or off"))),
-                };
-                if setting.key == "compression" {
-                    flags.compression = Some(on);
-                } else {
-                    flags.dedup = Some(on);
-                }
-            }
-            other => {
-                return Err(bad(format!(
-                    "unknown drive setting '{other}' (valid: preset, capacity, seed, op, gc, media, compression, dedup)"
-                )))
-            }
-        }
-    }
-    let cfg = flags.build(None).map_err(Failure::Usage)?;
-    super::open_drive(cfg, args.image.as_deref())
-}
-
-/// The job spec a parsed fio job runs as.
-fn job_spec(job: &Job, capacity: u64, seed: u64) -> Result<JobSpec, String> {
-    let region = job.region(capacity);
-    let length = region.end - region.start;
-    let limit = match (job.runtime_ns, job.time_based, job.number_ios, job.io_size) {
-        (Some(t), true, _, _) => Limit::Time(t),
-        (_, _, Some(n), _) => Limit::Ops(n),
-        (_, _, _, Some(b)) => Limit::Bytes(b),
-        _ => Limit::Bytes(length),
-    };
-    let data =
-        duraflash::content::pattern::DataSpec::new(job.compress_pct, job.compress_chunk as usize, job.dedupe_pct)
-            .map_err(|e| format!("job '{}': {e}", job.name))?;
-    Ok(JobSpec {
-        name: job.name.clone(),
-        rw: job.rw,
-        bs: job.bs,
-        iodepth: job.iodepth,
-        offset: region.start,
-        length,
-        limit,
-        rwmixread: job.rwmixread,
-        distribution: job.distribution,
-        data,
-        seed: job.randseed.unwrap_or(seed),
-    })
-}
-
 pub(super) fn run(args: RunArgs) -> Result<(), Failure> {
     setup_threads(&args.out)?;
     let text =
         std::fs::read_to_string(&args.job).map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
     let file = fio::parse(&text).map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
-    let mut drive = drive_from_job(&args, &file)?;
+    let mut overrides = args.drive.overrides();
+    file.apply_drive(&mut overrides).map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
+    let cfg = overrides.build(None).map_err(Failure::usage)?;
+    let mut drive = super::open_drive(cfg, args.image.as_deref())?;
     let capacity = drive.config().logical_bytes;
-    let seed = drive.config().seed;
     let specs = file
-        .jobs
-        .iter()
-        .enumerate()
-        .map(|(i, j)| job_spec(j, capacity, duraflash::content::pattern::unit_seed(seed, i as u64)))
-        .collect::<Result<Vec<_>, _>>()
+        .specs(capacity, drive.config().seed)
         .map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
-    for spec in &specs {
-        spec.validate(capacity).map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
-    }
     let mut results: Vec<JobResult> = Vec::new();
     for spec in &specs {
         // Jobs run one after another (each as if stonewalled): the drive is one device.
-        let r = with_progress(&args.out, &spec.name, |p| run_job(&mut drive, spec, p)).map_err(Failure::Run)?;
+        let r = with_progress(&args.out, &spec.name, |p| run_job(&mut drive, spec, p)).map_err(Failure::run)?;
         results.push(r);
     }
     super::save_image(&drive, args.image.as_deref())?;
@@ -503,7 +431,7 @@ pub(super) fn torture(args: TortureArgs) -> Result<(), Failure> {
         seed: cfg.seed,
     };
     let report =
-        with_phases(args.out.quiet, |progress| torture::torture(&cfg, &spec, progress)).map_err(Failure::Run)?;
+        with_phases(args.out.quiet, |progress| torture::torture(&cfg, &spec, progress)).map_err(Failure::run)?;
     if let Some(dir) = &args.plot {
         torture_plots(dir, &cfg, &report)?;
     }
@@ -726,7 +654,7 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<(), Failure> {
         trim_pct: args.trim_pct.clone(),
         workload: args.workload.clone(),
     };
-    grid.validate().map_err(Failure::Usage)?;
+    grid.validate().map_err(Failure::usage)?;
     for (flag, v) in [("--precondition", args.precondition), ("--measure", args.measure)] {
         if !(v.is_finite() && v >= 0.0) || (flag == "--measure" && v == 0.0) {
             return Err(Failure::Usage(format!("{flag} {v} must be a positive number of drive-writes")));
@@ -779,7 +707,7 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<(), Failure> {
         precondition: args.precondition,
         measure: args.measure,
         grid,
-        points: results.map_err(Failure::Run)?,
+        points: results.map_err(Failure::run)?,
     };
     finish_sweep(&args, output)
 }
@@ -1181,7 +1109,7 @@ pub(crate) fn reproduce(args: ReproduceArgs) -> Result<(), Failure> {
     std::fs::create_dir_all(&args.out).map_err(|e| Failure::Usage(format!("--out {}: {e}", args.out.display())))?;
     let r =
         with_phases(args.quiet, |progress| report::reproduce(&args.out, args.scale, &args.only, args.seed, progress))
-            .map_err(Failure::Run)?;
+            .map_err(Failure::run)?;
     report::write(&args.out, &r).map_err(|e| Failure::Run(format!("--out {}: {e}", args.out.display())))?;
     for p in &r.parts {
         let state = p.error.as_deref().map_or("ok".to_string(), |e| format!("FAILED: {e}"));
@@ -1232,7 +1160,7 @@ pub(super) fn raid(args: RaidArgs) -> Result<(), Failure> {
         zones: args.zones,
         seed: cfg.seed,
     };
-    let r = with_phases(args.out.quiet, |progress| raid::raid(&cfg, &spec, progress)).map_err(Failure::Run)?;
+    let r = with_phases(args.out.quiet, |progress| raid::raid(&cfg, &spec, progress)).map_err(Failure::run)?;
     if let Some(dir) = &args.plot {
         raid_plots(dir, &cfg, &r)?;
     }
@@ -1325,7 +1253,7 @@ pub(super) fn optimizer(args: OptimizerArgs) -> Result<(), Failure> {
     cfg.media = duraflash::Media::MetadataOnly;
     let drive = Drive::new(cfg.clone()).map_err(|e| Failure::Usage(e.to_string()))?;
     let r = with_phases(args.out.quiet, |progress| optimizer::optimizer(&drive, args.seed, progress))
-        .map_err(Failure::Run)?;
+        .map_err(Failure::run)?;
     let mut summary = format!(
         "optimizer {} at {}: {} commands in {} scenarios at QD {} (mean outstanding {:.2}; {:.0} MB read, {:.0} MB \
          written), files on {:.0}% of the LBAs, wiper unmapped {} units\n",
@@ -1419,7 +1347,7 @@ pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
             let p = with_phases(args.out.quiet, |tick| {
                 bench::point(cfg, mode, &spec, &mut |phase, x| tick(&format!("{label}: {phase}"), x))
             })
-            .map_err(Failure::Run)?;
+            .map_err(Failure::run)?;
             let line = format!(
                 "{:>10} {:>13} {:>6.2} {:>6.3} {:>10.2} {:>10.2} {:>8.0} {:>8.0} {:>9.1} {:>8} {:>8.2}\n",
                 duraflash::units::ByteSize(p.capacity_bytes).to_string(),

@@ -11,8 +11,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
+use duraflash::config::overrides::{Capacity, DriveOverrides};
 use duraflash::config::{DriveConfig, GcPolicy, Media};
 use duraflash::content::pattern::DataSpec;
+use duraflash::device::resume::{self, ResumeError};
 use duraflash::host::raid::{Level, TrimPolicy};
 use duraflash::host::smart::Smart;
 use duraflash::lab::soak;
@@ -665,78 +667,49 @@ fn parse_pct(s: &str) -> Result<u8, String> {
 }
 
 impl DriveArgs {
+    /// The library's overrides these flags give.
+    fn overrides(&self) -> DriveOverrides {
+        DriveOverrides {
+            preset: self.preset.clone(),
+            config: self.config.clone(),
+            capacity: self.capacity,
+            op: self.op,
+            pages_per_block: self.pages_per_block,
+            gc: self.gc,
+            compression: self.compression.map(Toggle::on),
+            dedup: self.dedup.map(Toggle::on),
+            media: self.media,
+            seed: self.seed,
+            firmware: self.firmware.clone(),
+        }
+    }
+
     /// The drive config these flags describe; `default_capacity` applies
     /// when `--capacity` is not given.
     fn build(&self, default_capacity: Option<u64>) -> Result<DriveConfig, String> {
-        let mut cfg = match &self.config {
-            Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|e| format!("--config {}: {e}", path.display()))?;
-                DriveConfig::from_toml(&text).map_err(|e| format!("--config {}: {e}", path.display()))?
-            }
-            None => DriveConfig::preset(&self.preset).map_err(|e| format!("--preset: {e}"))?,
-        };
-        cfg.seed = self.seed;
-        if let Some(c) = self.compression {
-            cfg.compression = c.on();
-        }
-        if let Some(d) = self.dedup {
-            cfg.dedup = d.on();
-        }
-        if let Some(m) = self.media {
-            cfg.media = m;
-        }
-        if let Some(g) = self.gc {
-            cfg.gc.policy = g;
-        }
-        if let Some(f) = &self.firmware {
-            cfg.firmware = duraflash::firmware::Firmware::profile(f).map_err(|e| format!("--firmware: {e}"))?;
-        }
-        let cap = match self.capacity {
-            Some(Capacity::Full) => None,
-            Some(Capacity::Bytes(b)) => Some(b),
-            None => default_capacity,
-        };
-        if let Some(cap) = cap {
-            cfg = cfg.scaled(cap).map_err(|e| format!("--capacity: {e}"))?;
-        }
-        if let Some(ppb) = self.pages_per_block {
-            cfg = cfg.with_pages_per_block(ppb).map_err(|e| format!("--pages-per-block: {e}"))?;
-        }
-        if let Some(op) = self.op {
-            cfg = cfg.with_op(op).map_err(|e| format!("--op: {e}"))?;
-        }
-        cfg.validate().map_err(|e| e.to_string())?;
-        Ok(cfg)
+        self.overrides().build(default_capacity).map_err(|e| e.to_string())
+    }
+}
+
+/// What `--image` failed with, as the exit status says: a config that is
+/// not the image's is a usage error, an unreadable image a failed run.
+fn image_failure(e: ResumeError) -> Failure {
+    match e {
+        ResumeError::Config(_) => Failure::Usage(e.to_string()),
+        ResumeError::Mismatch { .. } => Failure::Usage(format!("--image {e}")),
+        ResumeError::Load { .. } | ResumeError::Save { .. } => Failure::Run(format!("--image {e}")),
     }
 }
 
 /// The drive the flags describe, or the one saved in `image` when that
-/// file exists: then the flags must describe the same drive, or the image
-/// is refused naming the fields that differ.
+/// file exists (see [`resume::open_or_create`]).
 fn open_drive(cfg: DriveConfig, image: Option<&std::path::Path>) -> Result<Drive, Failure> {
-    match image {
-        Some(path) if path.exists() => {
-            let drive = Drive::load(path).map_err(|e| Failure::Run(format!("--image {}: {e}", path.display())))?;
-            let fields = duraflash::image::config_diff(drive.config(), &cfg);
-            if !fields.is_empty() {
-                let e = duraflash::image::ImageError::ConfigMismatch(format!(
-                    "the drive flags differ in {} (give the flags the image was created with)",
-                    fields.join(", ")
-                ));
-                return Err(Failure::Usage(format!("--image {}: {e}", path.display())));
-            }
-            Ok(drive)
-        }
-        _ => Drive::new(cfg).map_err(|e| Failure::Usage(e.to_string())),
-    }
+    resume::open_or_create(cfg, image).map_err(image_failure)
 }
 
 /// Saves the drive to `image`, if given.
 fn save_image(drive: &Drive, image: Option<&std::path::Path>) -> Result<(), Failure> {
-    match image {
-        Some(path) => drive.save(path).map_err(|e| Failure::Run(format!("--image {}: {e}", path.display()))),
-        None => Ok(()),
-    }
+    resume::save(drive, image).map_err(image_failure)
 }
 
 fn image_info(path: &std::path::Path, out: &Output) -> Result<(), Failure> {
@@ -911,6 +884,18 @@ enum Failure {
     Run(String),
 }
 
+impl Failure {
+    /// The run failed with `e` (exit status 1).
+    fn run(e: impl std::fmt::Display) -> Self {
+        Failure::Run(e.to_string())
+    }
+
+    /// The command line asked for something impossible (exit status 2).
+    fn usage(e: impl std::fmt::Display) -> Self {
+        Failure::Usage(e.to_string())
+    }
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -973,21 +958,8 @@ fn setup_threads(out: &Output) -> Result<(), Failure> {
     Ok(())
 }
 
-/// A `--capacity` value.
-#[derive(Clone, Copy, Debug)]
-enum Capacity {
-    /// The preset's own size.
-    Full,
-    /// Scaled down to this many host bytes.
-    Bytes(u64),
-}
-
 fn parse_capacity(s: &str) -> Result<Capacity, String> {
-    if s == "full" {
-        Ok(Capacity::Full)
-    } else {
-        s.parse::<ByteSize>().map(|b| Capacity::Bytes(b.0))
-    }
+    s.parse()
 }
 
 fn progress_bar(quiet: bool) -> Option<ProgressBar> {
@@ -1016,10 +988,10 @@ fn run_wa(args: WaArgs) -> Result<(), Failure> {
         precondition: args.precondition,
         measure: args.measure,
     };
-    spec.validate(&cfg).map_err(Failure::Usage)?;
+    spec.validate(&cfg).map_err(Failure::usage)?;
     let mut drive = open_drive(cfg.clone(), args.image.as_deref())?;
     let report = commands::with_phases(args.out.quiet, |progress| wa::run(&mut drive, &spec, cfg.seed, progress))
-        .map_err(Failure::Run)?;
+        .map_err(Failure::run)?;
     save_image(&drive, args.image.as_deref())?;
     let summary = wa_summary(&cfg, &report);
     let output = WaOutput {

@@ -10,6 +10,8 @@
 //! TRIM unmaps whole units the same way. GC moves live chunks and updates
 //! the chunk store only, never the map.
 
+pub mod resume;
+
 use serde::{Deserialize, Serialize};
 
 use crate::config::{DriveConfig, GcPolicy, Media};

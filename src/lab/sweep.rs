@@ -10,6 +10,7 @@ use crate::config::{DriveConfig, GcPolicy};
 use crate::content::pattern::{unit_seed, DataSpec};
 use crate::device::Drive;
 use crate::lab::wa::{self, WaSpec};
+use crate::lab::StudyError;
 use crate::workload::access::Access;
 
 /// The axes of a sweep; every combination is a point.
@@ -75,7 +76,7 @@ pub struct PointResult {
 
 impl Grid {
     /// Checks every axis has a value and every value is usable.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), StudyError> {
         let axes = [
             ("--op", self.op.len()),
             ("--gc", self.gc.len()),
@@ -86,16 +87,16 @@ impl Grid {
             ("--workload", self.workload.len()),
         ];
         if let Some((flag, _)) = axes.iter().find(|(_, n)| *n == 0) {
-            return Err(format!("{flag}: needs at least one value"));
+            return Err(StudyError::BadSpec(format!("{flag}: needs at least one value")));
         }
         for w in &self.workload {
-            w.parse::<Access>().map_err(|e| format!("--workload: {e}"))?;
+            w.parse::<Access>().map_err(|e| StudyError::BadSpec(format!("--workload: {e}")))?;
         }
         for (flag, v) in
             [("--compress-pct", &self.compress_pct), ("--dedupe-pct", &self.dedupe_pct), ("--trim-pct", &self.trim_pct)]
         {
             if let Some(p) = v.iter().find(|&&p| p > 100) {
-                return Err(format!("{flag}: {p} is over 100"));
+                return Err(StudyError::BadSpec(format!("{flag}: {p} is over 100")));
             }
         }
         Ok(())
@@ -133,27 +134,29 @@ impl Grid {
 }
 
 /// The drive config of `point` on top of `base`.
-pub fn point_config(base: &DriveConfig, point: &Point) -> Result<DriveConfig, String> {
-    let mut cfg = base.with_pages_per_block(point.pages_per_block).map_err(|e| e.to_string())?;
-    cfg = cfg.with_op(point.op).map_err(|e| e.to_string())?;
+pub fn point_config(base: &DriveConfig, point: &Point) -> Result<DriveConfig, StudyError> {
+    let mut cfg = base.with_pages_per_block(point.pages_per_block)?;
+    cfg = cfg.with_op(point.op)?;
     cfg.gc.policy = point.gc;
     cfg.seed = unit_seed(base.seed, point.index as u64);
-    cfg.validate().map_err(|e| e.to_string())?;
+    cfg.validate()?;
     Ok(cfg)
 }
 
 /// Runs one point: fill, `precondition` drive-writes, then `measure`
 /// measured drive-writes of 4 KiB requests.
-pub fn run_point(base: &DriveConfig, point: &Point, precondition: f64, measure: f64) -> Result<PointResult, String> {
+pub fn run_point(
+    base: &DriveConfig,
+    point: &Point,
+    precondition: f64,
+    measure: f64,
+) -> Result<PointResult, StudyError> {
     let cfg = point_config(base, point)?;
-    let data = if point.compress_pct == 0 {
-        DataSpec::incompressible()
-    } else {
-        DataSpec::compressible(point.compress_pct).map_err(|e| e.to_string())?
-    };
-    let data = data.with_dedupe(point.dedupe_pct).map_err(|e| e.to_string())?;
+    let data =
+        if point.compress_pct == 0 { DataSpec::incompressible() } else { DataSpec::compressible(point.compress_pct)? };
+    let data = data.with_dedupe(point.dedupe_pct)?;
     let spec = WaSpec {
-        access: point.workload.parse()?,
+        access: point.workload.parse().map_err(StudyError::BadSpec)?,
         request_bytes: u64::from(cfg.unit_bytes),
         data,
         trim_pct: point.trim_pct,
@@ -161,7 +164,7 @@ pub fn run_point(base: &DriveConfig, point: &Point, precondition: f64, measure: 
         precondition,
         measure,
     };
-    let mut drive = Drive::new(cfg.clone()).map_err(|e| e.to_string())?;
+    let mut drive = Drive::new(cfg.clone())?;
     let r = wa::run(&mut drive, &spec, cfg.seed, &mut |_, _| {})?;
     Ok(PointResult {
         point: point.clone(),

@@ -17,6 +17,7 @@ use crate::content::Content;
 use crate::device::{Drive, Stats};
 use crate::error::DriveError;
 use crate::lab::analytic;
+use crate::lab::StudyError;
 use crate::units::{Lba, Lpn, SECTOR_BYTES};
 use crate::workload::access::{Access, SlotStream};
 use crate::workload::job::BATCH_BYTES;
@@ -51,26 +52,35 @@ pub struct WaSpec {
 
 impl WaSpec {
     /// Checks the spec against the drive it will run on, naming the bad flag.
-    pub fn validate(&self, cfg: &DriveConfig) -> Result<(), String> {
+    pub fn validate(&self, cfg: &DriveConfig) -> Result<(), StudyError> {
         let unit = u64::from(cfg.unit_bytes);
         if self.request_bytes == 0 || self.request_bytes % unit != 0 {
-            return Err(format!("--bs {} is not a positive multiple of the {unit}-byte unit", self.request_bytes));
+            return Err(StudyError::BadSpec(format!(
+                "--bs {} is not a positive multiple of the {unit}-byte unit",
+                self.request_bytes
+            )));
         }
         if self.request_bytes > cfg.logical_bytes {
-            return Err(format!("--bs {} is larger than the drive", self.request_bytes));
+            return Err(StudyError::BadSpec(format!("--bs {} is larger than the drive", self.request_bytes)));
         }
         if !(self.precondition.is_finite() && self.precondition >= 0.0) {
-            return Err(format!("--precondition {} must be a non-negative number of drive-writes", self.precondition));
+            return Err(StudyError::BadSpec(format!(
+                "--precondition {} must be a non-negative number of drive-writes",
+                self.precondition
+            )));
         }
         if !(self.measure.is_finite() && self.measure > 0.0) {
-            return Err(format!("--measure {} must be a positive number of drive-writes", self.measure));
+            return Err(StudyError::BadSpec(format!(
+                "--measure {} must be a positive number of drive-writes",
+                self.measure
+            )));
         }
         if !(self.span > 0.0 && self.span <= 1.0) || (cfg.logical_bytes as f64 * self.span) < self.request_bytes as f64
         {
-            return Err(format!("span {} must be in (0, 1] and hold one request", self.span));
+            return Err(StudyError::BadSpec(format!("span {} must be in (0, 1] and hold one request", self.span)));
         }
         if self.trim_pct > 100 {
-            return Err(format!("--trim-pct {} is over 100", self.trim_pct));
+            return Err(StudyError::BadSpec(format!("--trim-pct {} is over 100", self.trim_pct)));
         }
         Ok(())
     }
@@ -161,8 +171,8 @@ pub fn run(
     spec: &WaSpec,
     seed: u64,
     progress: &mut dyn FnMut(&str, f64),
-) -> Result<WaReport, String> {
-    let mut gen = PatternGen::new(spec.data, unit_seed(seed, 1)).map_err(|e| e.to_string())?;
+) -> Result<WaReport, StudyError> {
+    let mut gen = PatternGen::new(spec.data, unit_seed(seed, 1))?;
     run_with(drive, spec, &mut gen, seed, progress)
 }
 
@@ -173,14 +183,13 @@ pub fn run_with(
     gen: &mut dyn Content,
     seed: u64,
     progress: &mut dyn FnMut(&str, f64),
-) -> Result<WaReport, String> {
+) -> Result<WaReport, StudyError> {
     let cfg = drive.config().clone();
     spec.validate(&cfg)?;
     let span = (cfg.logical_bytes as f64 * spec.span) as u64;
     let slots = (span / spec.request_bytes).max(1);
     let mut access = SlotStream::new(spec.access, slots, unit_seed(seed, 2))?;
     let mut writer = Writer::new(drive.needs_content(), spec.request_bytes);
-    let fail = |e: DriveError| e.to_string();
 
     // Sequential fill.
     let mut filled = 0;
@@ -189,15 +198,14 @@ pub fn run_with(
         for s in filled..filled + n {
             writer.add(s);
         }
-        writer.flush(drive, gen).map_err(fail)?;
+        writer.flush(drive, gen)?;
         filled += n;
         progress("fill", filled as f64 / slots as f64);
     }
 
     let per_drive_write = slots as f64;
     let pre = (spec.precondition * per_drive_write).round() as u64;
-    random_phase(drive, spec, &mut access, gen, &mut writer, pre, &mut |f| progress("precondition", f), None)
-        .map_err(fail)?;
+    random_phase(drive, spec, &mut access, gen, &mut writer, pre, &mut |f| progress("precondition", f), None)?;
 
     let before = drive.stats();
     let measured = (spec.measure * per_drive_write).round().max(1.0) as u64;
@@ -212,8 +220,7 @@ pub fn run_with(
         measured,
         &mut |f| progress("measure", f),
         Some(&mut sampler),
-    )
-    .map_err(fail)?;
+    )?;
     let (wall_secs, cpu_secs) = (wall.elapsed().as_secs_f64(), cpu.elapsed().as_secs_f64());
     let after = drive.stats();
     let host_writes = after.host_write_units - before.host_write_units;

@@ -15,6 +15,8 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution as _, Zipf};
 use serde::Serialize;
 
+use crate::workload::WorkloadError;
+
 /// Where a workload's requests land.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -144,17 +146,18 @@ fn scatter(rank: u64, slots: u64) -> u64 {
 
 impl SlotStream {
     /// A stream over `slots` slots (at least one).
-    pub fn new(access: Access, slots: u64, seed: u64) -> Result<Self, String> {
+    pub fn new(access: Access, slots: u64, seed: u64) -> Result<Self, WorkloadError> {
+        let bad = |reason: String| WorkloadError::BadSpec(reason);
         if slots == 0 {
-            return Err("the workload has no room for a single request".into());
+            return Err(bad("the workload has no room for a single request".into()));
         }
         let kind = match access {
             Access::Uniform => Kind::Uniform,
             Access::Sequential => Kind::Sequential(0),
-            Access::Zipf(theta) => Kind::Zipf(Zipf::new(slots, theta).map_err(|e| format!("zipf: {e}"))?),
+            Access::Zipf(theta) => Kind::Zipf(Zipf::new(slots, theta).map_err(|e| bad(format!("zipf: {e}")))?),
             Access::Pareto(h) => {
                 if !(h > 0.0 && h < 1.0) {
-                    return Err(format!("pareto h {h} must be in (0, 1)"));
+                    return Err(bad(format!("pareto h {h} must be in (0, 1)")));
                 }
                 Kind::Pareto(h.ln() / (1.0 - h).ln())
             }

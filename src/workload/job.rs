@@ -9,6 +9,7 @@ use crate::content::Content;
 use crate::host::{BlockDevice, CommandKind, HostQueue, QueueSummary};
 use crate::units::{Lba, SECTOR_BYTES};
 use crate::workload::access::{Access, Distribution, Rw, SlotStream};
+use crate::workload::WorkloadError;
 
 /// Writes gathered into one pipeline batch at most (timing stays per
 /// command)...
@@ -103,27 +104,32 @@ impl JobResult {
 
 impl JobSpec {
     /// Checks the job against the drive, naming the bad setting.
-    pub fn validate(&self, capacity_bytes: u64) -> Result<(), String> {
+    pub fn validate(&self, capacity_bytes: u64) -> Result<(), WorkloadError> {
+        self.check(capacity_bytes).map_err(|e| e.in_job(&self.name))
+    }
+
+    fn check(&self, capacity_bytes: u64) -> Result<(), WorkloadError> {
+        let bad = |reason: String| Err(WorkloadError::BadSpec(reason));
         if self.bs == 0 || self.bs % SECTOR_BYTES != 0 {
-            return Err(format!("job '{}': bs {} is not a positive multiple of 512", self.name, self.bs));
+            return bad(format!("bs {} is not a positive multiple of 512", self.bs));
         }
         if self.iodepth == 0 {
-            return Err(format!("job '{}': iodepth must be at least 1", self.name));
+            return bad("iodepth must be at least 1".into());
         }
         if self.offset % SECTOR_BYTES != 0 {
-            return Err(format!("job '{}': offset {} is not sector-aligned", self.name, self.offset));
+            return bad(format!("offset {} is not sector-aligned", self.offset));
         }
         let end = self.offset.checked_add(self.length);
         if self.length < self.bs || end.is_none_or(|e| e > capacity_bytes) {
-            return Err(format!(
-                "job '{}': region {}+{} must hold one {}-byte command and end within the drive's {capacity_bytes} bytes",
-                self.name, self.offset, self.length, self.bs
+            return bad(format!(
+                "region {}+{} must hold one {}-byte command and end within the drive's {capacity_bytes} bytes",
+                self.offset, self.length, self.bs
             ));
         }
         if self.rwmixread > 100 {
-            return Err(format!("job '{}': rwmixread {} is over 100", self.name, self.rwmixread));
+            return bad(format!("rwmixread {} is over 100", self.rwmixread));
         }
-        self.data.validate().map_err(|e| format!("job '{}': {e}", self.name))
+        Ok(self.data.validate()?)
     }
 }
 
@@ -133,8 +139,11 @@ pub fn run_job<D: BlockDevice>(
     drive: &mut D,
     spec: &JobSpec,
     progress: &mut dyn FnMut(f64),
-) -> Result<JobResult, String> {
-    let mut gen = PatternGen::new(spec.data, unit_seed(spec.seed, 1)).map_err(|e| e.to_string())?;
+) -> Result<JobResult, WorkloadError>
+where
+    WorkloadError: From<D::Error>,
+{
+    let mut gen = PatternGen::new(spec.data, unit_seed(spec.seed, 1))?;
     run_job_with(drive, spec, &mut gen, progress)
 }
 
@@ -144,7 +153,10 @@ pub fn run_job_with<D: BlockDevice>(
     spec: &JobSpec,
     content: &mut dyn Content,
     progress: &mut dyn FnMut(f64),
-) -> Result<JobResult, String> {
+) -> Result<JobResult, WorkloadError>
+where
+    WorkloadError: From<D::Error>,
+{
     spec.validate(drive.capacity_bytes())?;
     let slots = spec.length / spec.bs;
     let mut random = SlotStream::new(Access::from(spec.distribution), slots, unit_seed(spec.seed, 2))?;
@@ -155,7 +167,7 @@ pub fn run_job_with<D: BlockDevice>(
     let mut next_seq = 0u64;
     let (mut ops, mut bytes) = (0u64, 0u64);
     let sectors = spec.bs / SECTOR_BYTES;
-    let fail = |e: D::Error| format!("job '{}': {e}", spec.name);
+    let fail = |e: D::Error| WorkloadError::from(e).in_job(&spec.name);
     loop {
         let fraction = match spec.limit {
             Limit::Ops(n) => ops as f64 / n.max(1) as f64,

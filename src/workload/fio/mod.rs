@@ -2,8 +2,11 @@
 //! options that the drive model can run.
 //!
 //! This module owns turning job-file text into typed [`Job`]s plus the raw
-//! settings of a `[drive]` section ([`DriveSetting`]); it never runs
-//! anything. Entry point: [`parse`]. Every rejected input yields a
+//! settings of a `[drive]` section ([`DriveSetting`]), and those into what
+//! runs: [`JobFile::specs`] (one [`crate::workload::job::JobSpec`] per job)
+//! and [`JobFile::apply_drive`] (the `[drive]` section over the command's
+//! drive settings); it never runs anything. Entry point: [`parse`] (in
+//! `parse.rs`; the conversion is in `convert.rs`). Every rejected input yields a
 //! [`FioError`] naming its 1-based line. Options outside [`SUPPORTED_KEYS`]
 //! are errors rather than silently ignored, so a real fio job file either
 //! means what fio would do or is refused.
@@ -106,8 +109,10 @@ use std::ops::Range;
 use thiserror::Error;
 
 pub use crate::workload::access::{Distribution, Rw};
+pub use convert::DRIVE_KEYS;
 pub use parse::parse;
 
+mod convert;
 mod parse;
 #[cfg(test)]
 mod tests;
@@ -165,6 +170,9 @@ pub enum FioError {
     /// Two jobs with the same (final) name.
     #[error("line {line}: duplicate job name '{name}' (first defined at line {first_line})")]
     DuplicateJob { name: String, line: usize, first_line: usize },
+    /// A `[drive]` setting that cannot apply (see [`JobFile::apply_drive`]).
+    #[error("line {line}: [drive] {key}: {reason}")]
+    DriveSetting { key: String, line: usize, reason: String },
     /// A file without any job section.
     #[error("no job sections found: a job file needs at least one [job] section besides [global] and [drive]")]
     NoJobs,
