@@ -16,11 +16,12 @@ use crate::content::pattern::{unit_seed, DataSpec, PatternGen};
 use crate::content::Content;
 use crate::device::{Drive, Stats};
 use crate::error::DriveError;
+use crate::host::HostQueue;
 use crate::lab::analytic;
 use crate::lab::StudyError;
 use crate::units::{Lba, Lpn, SECTOR_BYTES};
 use crate::workload::access::{Access, SlotStream};
-use crate::workload::job::BATCH_BYTES;
+use crate::workload::batch::WriteBatch;
 
 /// Requests gathered into one `write_batch`, so the pipeline has units to
 /// spread over threads.
@@ -336,58 +337,33 @@ fn trim_random_mapped(drive: &mut Drive, access: &mut SlotStream, units: u64) ->
     Ok(())
 }
 
-/// Gathers requests and their generated content into one batch.
+/// The study's requests, by slot, gathered into one [`WriteBatch`].
 struct Writer {
-    content: bool,
+    batch: WriteBatch,
     /// Requests per batch: 1 to BATCH_REQUESTS, within BATCH_BYTES.
     max: usize,
-    request_bytes: u64,
-    slots: Vec<u64>,
-    /// Start LBAs of the batch's requests.
-    lbas: Vec<Lba>,
-    buf: Vec<u8>,
+    /// Sectors per request: slot `s` starts at LBA `s * sectors`.
+    sectors: u64,
 }
 
 impl Writer {
     fn new(content: bool, request_bytes: u64) -> Self {
-        let max = (BATCH_BYTES / request_bytes as usize).clamp(1, BATCH_REQUESTS);
-        let cap = if content { max * request_bytes as usize } else { request_bytes as usize };
-        Writer { content, max, request_bytes, slots: Vec::new(), lbas: Vec::new(), buf: vec![0; cap] }
+        let batch = WriteBatch::new(content, request_bytes, BATCH_REQUESTS);
+        Writer { max: batch.capacity(), batch, sectors: request_bytes / SECTOR_BYTES }
     }
 
     fn len(&self) -> usize {
-        self.slots.len()
+        self.batch.len()
     }
 
     fn add(&mut self, slot: u64) {
-        self.slots.push(slot);
+        self.batch.add(Lba(slot * self.sectors));
     }
 
-    /// Generates the batch's payloads (all at once, so a generator can
-    /// spread them over threads) and writes it.
+    /// Writes the batch as [`Drive::write_batch`] does: through a queue of
+    /// depth 1 from the drive's clock.
     fn flush(&mut self, drive: &mut Drive, gen: &mut dyn Content) -> Result<(), DriveError> {
-        if self.slots.is_empty() {
-            return Ok(());
-        }
-        let r = self.request_bytes as usize;
-        let sectors = self.request_bytes / SECTOR_BYTES;
-        if self.content {
-            self.lbas.clear();
-            self.lbas.extend(self.slots.iter().map(|&s| Lba(s * sectors)));
-            gen.fill_batch(&self.lbas, &mut self.buf[..self.slots.len() * r]);
-        }
-        let requests: Vec<(Lba, &[u8])> = self
-            .slots
-            .iter()
-            .enumerate()
-            .map(|(i, &s)| {
-                // Content-free drives ignore bytes: every request shares one buffer.
-                let at = if self.content { i * r } else { 0 };
-                (Lba(s * sectors), &self.buf[at..at + r])
-            })
-            .collect();
-        let result = drive.write_batch(&requests);
-        self.slots.clear();
-        result
+        let mut queue = HostQueue::new(1, drive.now());
+        self.batch.flush(drive, &mut queue, gen)
     }
 }

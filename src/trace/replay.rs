@@ -27,7 +27,7 @@ use crate::error::DriveError;
 use crate::host::{CommandKind, HostQueue, LatencyHistogram, QueueSummary};
 use crate::trace::{ContentHash, Op, TraceError, TraceRecord};
 use crate::units::{Lba, SimTime, SECTOR_BYTES};
-use crate::workload::job::BATCH_BYTES;
+use crate::workload::batch::BATCH_BYTES;
 
 /// Writes gathered into one pipeline batch at most (as-fast-as-possible).
 const WRITE_BATCH: usize = 64;

@@ -9,14 +9,12 @@ use crate::content::Content;
 use crate::host::{BlockDevice, CommandKind, HostQueue, QueueSummary};
 use crate::units::{Lba, SECTOR_BYTES};
 use crate::workload::access::{Access, Distribution, Rw, SlotStream};
+use crate::workload::batch::WriteBatch;
 use crate::workload::WorkloadError;
 
 /// Writes gathered into one pipeline batch at most (timing stays per
-/// command)...
+/// command; see [`WriteBatch`] for the bytes limit).
 const WRITE_BATCH: usize = 64;
-/// ...and at most this many bytes of generated content, so a large `bs`
-/// does not multiply into a huge buffer.
-pub(crate) const BATCH_BYTES: usize = 16 << 20;
 
 /// When a job stops.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -163,7 +161,7 @@ where
     let mut mix = SlotStream::new(Access::Uniform, 1, unit_seed(spec.seed, 3))?;
     let mut queue = HostQueue::new(spec.iodepth, drive.now());
     let start = queue.started_at();
-    let mut batch = Batch::new(drive.needs_content(), spec.bs);
+    let mut batch = WriteBatch::new(drive.needs_content(), spec.bs, WRITE_BATCH);
     let mut next_seq = 0u64;
     let (mut ops, mut bytes) = (0u64, 0u64);
     let sectors = spec.bs / SECTOR_BYTES;
@@ -241,62 +239,6 @@ where
         write: dir(CommandKind::Write),
         trim: dir(CommandKind::Trim),
     })
-}
-
-/// Pending writes and their generated content.
-struct Batch {
-    content: bool,
-    bs: usize,
-    /// Requests per batch: 1 to WRITE_BATCH, within BATCH_BYTES.
-    max: usize,
-    lbas: Vec<Lba>,
-    buf: Vec<u8>,
-}
-
-impl Batch {
-    fn new(content: bool, bs: u64) -> Self {
-        let bs = bs as usize;
-        let max = (BATCH_BYTES / bs).clamp(1, WRITE_BATCH);
-        Batch { content, bs, max, lbas: Vec::new(), buf: vec![0; if content { bs * max } else { bs }] }
-    }
-
-    fn is_full(&self) -> bool {
-        self.lbas.len() >= self.max
-    }
-
-    fn add(&mut self, lba: Lba) {
-        self.lbas.push(lba);
-    }
-
-    /// Generates the batch's payloads (all at once, so a generator can
-    /// spread them over threads) and writes it.
-    fn flush<D: BlockDevice>(
-        &mut self,
-        drive: &mut D,
-        queue: &mut HostQueue,
-        content: &mut dyn Content,
-    ) -> Result<(), D::Error> {
-        if self.lbas.is_empty() {
-            return Ok(());
-        }
-        let bs = self.bs;
-        if self.content {
-            content.fill_batch(&self.lbas, &mut self.buf[..self.lbas.len() * bs]);
-        }
-        let requests: Vec<(Lba, &[u8])> = self
-            .lbas
-            .iter()
-            .enumerate()
-            .map(|(i, &lba)| {
-                let at = if self.content { i * bs } else { 0 };
-                (lba, &self.buf[at..at + bs])
-            })
-            .collect();
-        queue.set_kind(CommandKind::Write);
-        let result = drive.write_batch_on(&requests, queue);
-        self.lbas.clear();
-        result
-    }
 }
 
 /// A job that writes the whole drive once, sequentially, at queue depth

@@ -10,6 +10,7 @@ use crate::host::raid::RaidError;
 use crate::image::ImageError;
 
 pub mod access;
+pub mod batch;
 pub mod fio;
 pub mod job;
 pub mod review;
