@@ -1,18 +1,25 @@
 //! `replay`: a block trace on the drive, with its summary and WAF chart.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
 use duraflash::config::DriveConfig;
 use duraflash::content::pattern::DataSpec;
+use duraflash::host::raid::{Array, Level, TrimPolicy};
 use duraflash::host::smart::Smart;
+use duraflash::host::BlockDevice;
 use duraflash::lab::plot::{LineChart, Series};
 use duraflash::trace::replay::{ReplayReport, ReplaySpec, Speed};
+use duraflash::trace::target::ReplayTarget;
 use duraflash::trace::{self, BlkAction, Format, ParseOptions, TraceReader};
+use duraflash::{ByteSize, Drive};
 
 use super::output::{build, emit, with_progress, write_plot, Provenance};
+use super::trim::{parse_level, parse_policy};
 use super::{parse_pct, save_image, setup_threads, DriveArgs, Failure, Output};
 
 #[derive(Args)]
@@ -53,6 +60,18 @@ pub(crate) struct ReplayArgs {
     /// Drive image: resumed when it exists, created otherwise; saved when the run ends.
     #[arg(long)]
     image: Option<PathBuf>,
+    /// Replay on a RAID array of this many member drives (the drive flags give each member).
+    #[arg(long)]
+    members: Option<usize>,
+    /// The array's RAID level: 0, 1 or 10 (with --members).
+    #[arg(long, value_parser = parse_level, requires = "members")]
+    level: Option<Level>,
+    /// The array driver's TRIM policy: rst-10.6 (RAID-1 only), rst-11.2 (RAID-0 and 1), passthrough (with --members).
+    #[arg(long, value_parser = parse_policy, requires = "members")]
+    driver: Option<TrimPolicy>,
+    /// The array's stripe size: a multiple of the members' 4 KiB mapping unit.
+    #[arg(long, default_value = "128KiB", requires = "members")]
+    stripe: ByteSize,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -110,8 +129,20 @@ pub(crate) struct ReplayOutput<'a> {
     queue_depth: u32,
     lba_wrap: bool,
     compress_pct: u8,
+    /// The array replayed on (`--members`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    array: Option<ArrayInfo>,
     #[serde(flatten)]
     report: &'a ReplayReport,
+}
+
+/// The array `--members` asks for, as the JSON records it.
+#[derive(Serialize)]
+struct ArrayInfo {
+    level: Level,
+    members: usize,
+    stripe_bytes: u64,
+    driver: TrimPolicy,
 }
 
 pub(crate) fn replay(args: ReplayArgs) -> Result<(), Failure> {
@@ -119,7 +150,6 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<(), Failure> {
     if args.qd == 0 {
         return Err(Failure::Usage("--qd: must be at least 1".into()));
     }
-    let mut drive = build(&args.drive, args.image.as_deref())?;
     let options = ParseOptions {
         blkparse_action: match args.blkparse_action {
             BlkActionArg::D => BlkAction::D,
@@ -133,38 +163,85 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<(), Failure> {
         TraceFormatArg::Fiu => Format::Fiu,
         TraceFormatArg::Spc => Format::Spc,
     });
-    let path = args.trace.display().to_string();
-    let file = std::fs::File::open(&args.trace).map_err(|e| Failure::Usage(format!("{path}: {e}")))?;
-    let total = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let read = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let reader = TraceReader::new(CountingReader { inner: file, read: read.clone() }, format, options)
-        .map_err(|e| Failure::Usage(format!("{path}: {e}")))?;
-    let format = reader.format();
-    let data = DataSpec::compressible(args.compress_pct).map_err(|e| Failure::Usage(e.to_string()))?;
     let speed = match args.speed {
         SpeedArg::AsFastAsPossible => Speed::AsFastAsPossible,
         SpeedArg::Timed => Speed::Timed,
     };
-    let spec = ReplaySpec {
-        speed,
-        qd: args.qd,
-        lba_wrap: args.lba_wrap,
-        skip_bad: args.skip_bad,
-        data,
-        seed: drive.config().seed,
+    let data = DataSpec::compressible(args.compress_pct).map_err(|e| Failure::Usage(e.to_string()))?;
+    let path = args.trace.display().to_string();
+    let open = || -> Result<_, Failure> {
+        let file = std::fs::File::open(&args.trace).map_err(|e| Failure::Usage(format!("{path}: {e}")))?;
+        let total = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let read = Arc::new(AtomicU64::new(0));
+        let reader = TraceReader::new(CountingReader { inner: file, read: read.clone() }, format, options)
+            .map_err(|e| Failure::Usage(format!("{path}: {e}")))?;
+        Ok((reader, read, total))
     };
-    let report = with_progress(&args.out, "replay", |p| {
-        let mut tick = |_records: u64| p(read.load(std::sync::atomic::Ordering::Relaxed) as f64 / total.max(1) as f64);
-        trace::replay::replay(&mut drive, reader, &spec, &mut tick)
-    })
-    .map_err(|e| Failure::Run(format!("{path}: {e}")))?;
-    let cfg = drive.config().clone();
+    let (cfg, name, capacity, report, format, spec, smart, array) = match args.members {
+        None => {
+            let mut drive = build(&args.drive, args.image.as_deref())?;
+            let (reader, read, total) = open()?;
+            let format = reader.format();
+            let spec = ReplaySpec {
+                speed,
+                qd: args.qd,
+                lba_wrap: args.lba_wrap,
+                skip_bad: args.skip_bad,
+                data,
+                seed: drive.config().seed,
+            };
+            let report = run(&args.out, &mut drive, reader, &spec, &read, total, &path)?;
+            save_image(&drive, args.image.as_deref())?;
+            let cfg = drive.config().clone();
+            let name = cfg.name.clone();
+            (
+                cfg,
+                name,
+                drive.config().logical_bytes,
+                report,
+                format,
+                spec,
+                vec![(String::new(), Smart::of(&drive))],
+                None,
+            )
+        }
+        Some(members) => {
+            let (Some(level), Some(driver)) = (args.level, args.driver) else {
+                return Err(Failure::Usage("--members: give the array's --level and --driver too".into()));
+            };
+            if args.image.is_some() {
+                return Err(Failure::Usage(
+                    "--image: an array's members have no image; drop --members or --image".into(),
+                ));
+            }
+            let cfg = args.drive.build(None).map_err(Failure::Usage)?;
+            let drives =
+                (0..members).map(|_| Drive::new(cfg.clone())).collect::<Result<Vec<_>, _>>().map_err(Failure::usage)?;
+            let mut array = Array::new(level, args.stripe.0, driver, drives).map_err(Failure::usage)?;
+            let (reader, read, total) = open()?;
+            let format = reader.format();
+            let spec = ReplaySpec {
+                speed,
+                qd: args.qd,
+                lba_wrap: args.lba_wrap,
+                skip_bad: args.skip_bad,
+                data,
+                seed: cfg.seed,
+            };
+            let report = run(&args.out, &mut array, reader, &spec, &read, total, &path)?;
+            let smart =
+                array.members().iter().enumerate().map(|(i, d)| (format!("member {i}"), Smart::of(d))).collect();
+            let info = ArrayInfo { level, members, stripe_bytes: args.stripe.0, driver };
+            let name = format!("RAID-{level} of {members} x {} (driver {driver})", cfg.name);
+            (cfg, name, array.capacity_bytes(), report, format, spec, smart, Some(info))
+        }
+    };
     if let Some(dir) = &args.plot {
         std::fs::create_dir_all(dir).map_err(|e| Failure::Run(format!("--plot {}: {e}", dir.display())))?;
-        write_plot(&Some(dir.join("waf.svg")), &waf_chart(&cfg, &path, &report))?;
+        write_plot(&Some(dir.join("waf.svg")), &waf_chart(&name, capacity, &path, &report))?;
     }
-    let summary = replay_summary(&cfg, &path, format, &spec, &report);
-    save_image(&drive, args.image.as_deref())?;
+    let summary = replay_summary(&cfg, &name, capacity, &path, format, &spec, &report);
+    let smart: Vec<(&str, Smart)> = smart.iter().map(|(l, s)| (l.as_str(), s.clone())).collect();
     emit(
         &args.out,
         &summary,
@@ -176,14 +253,35 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<(), Failure> {
             queue_depth: args.qd,
             lba_wrap: args.lba_wrap,
             compress_pct: args.compress_pct,
+            array,
             report: &report,
         },
-        &[("", Smart::of(&drive))],
+        &smart,
     )
 }
 
+/// Replays `reader` on `dev` with a progress bar that follows the bytes read.
+fn run<D: ReplayTarget + Send>(
+    out: &Output,
+    dev: &mut D,
+    reader: TraceReader,
+    spec: &ReplaySpec,
+    read: &AtomicU64,
+    total: u64,
+    path: &str,
+) -> Result<ReplayReport, Failure>
+where
+    D::Error: Send + 'static,
+{
+    with_progress(out, "replay", |p| {
+        let mut tick = |_records: u64| p(read.load(Ordering::Relaxed) as f64 / total.max(1) as f64);
+        trace::replay::replay(dev, reader, spec, &mut tick)
+    })
+    .map_err(|e| Failure::Run(format!("{path}: {e}")))
+}
+
 /// Cumulative WAF and WAF between samples against host data written.
-pub(crate) fn waf_chart(cfg: &DriveConfig, path: &str, r: &ReplayReport) -> LineChart {
+pub(crate) fn waf_chart(drive: &str, capacity: u64, path: &str, r: &ReplayReport) -> LineChart {
     let max = r.waf_curve.last().map_or(0, |p| p.host_bytes);
     let (scale, unit) = if max >= 1 << 30 { ((1u64 << 30) as f64, "GiB") } else { ((1u64 << 20) as f64, "MiB") };
     let ratio = |nand: u64, host: u64| if host == 0 { f64::NAN } else { nand as f64 / host as f64 };
@@ -193,7 +291,7 @@ pub(crate) fn waf_chart(cfg: &DriveConfig, path: &str, r: &ReplayReport) -> Line
     });
     let name = Path::new(path).file_name().map_or(path.into(), |n| n.to_string_lossy());
     LineChart {
-        title: format!("WAF replaying {name} on {} at {}", cfg.name, duraflash::ByteSize(cfg.logical_bytes)),
+        title: format!("WAF replaying {name} on {drive} at {}", duraflash::ByteSize(capacity)),
         x_label: format!("host data written ({unit})"),
         y_label: "WAF (NAND bytes / host bytes)".into(),
         series: vec![
@@ -207,6 +305,8 @@ pub(crate) fn waf_chart(cfg: &DriveConfig, path: &str, r: &ReplayReport) -> Line
 
 pub(crate) fn replay_summary(
     cfg: &DriveConfig,
+    drive: &str,
+    capacity: u64,
     path: &str,
     format: Format,
     spec: &ReplaySpec,
@@ -221,8 +321,8 @@ pub(crate) fn replay_summary(
     };
     let mut out = format!(
         "replay {path} ({format}) on {} at {}: {speed}, QD {}\n",
-        cfg.name,
-        duraflash::ByteSize(cfg.logical_bytes),
+        drive,
+        duraflash::ByteSize(capacity),
         spec.qd
     );
     out += &format!(
