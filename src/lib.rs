@@ -23,7 +23,7 @@
 //!
 //! A write-amplification study: a drive from a preset (or
 //! [`DriveConfig::from_toml`]), a workload run on it
-//! ([`workload::job::run_job`], or [`workload::wa::run`] for the whole
+//! ([`workload::job::run_job`], or [`lab::wa::run`] for the whole
 //! fill-precondition-measure study), stats read at any point, and a state
 //! cloned so two futures can be compared. `examples/wa_sweep.rs` sweeps OP
 //! this way; `duraflash sweep` runs whole grids.
