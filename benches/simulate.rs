@@ -5,7 +5,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use duraflash::content::pattern::DataSpec;
-use duraflash::workload::fio::{Distribution, Rw};
+use duraflash::workload::access::{Distribution, Rw};
 use duraflash::workload::job::{fill_spec, run_job, JobSpec, Limit};
 use duraflash::{Drive, DriveConfig, Media};
 

@@ -31,10 +31,6 @@ LAYERS = [
 ]
 
 
-# The binary's own modules (declared by src/main.rs): all of layer `cli`.
-BINARY_MODULES = ("cli", "bin", "commands", "serve")
-
-
 def strip_tests(text):
     """Drop `#[cfg(test)] mod ... { ... }` blocks and comments."""
     text = re.sub(r"//[^\n]*", "", text)
@@ -52,14 +48,30 @@ def strip_tests(text):
     return "".join(out)
 
 
+def binary_modules():
+    """Top-level modules the binary declares (`mod x;` in src/main.rs): they
+    belong to the binary, not the library, so they count as layer `cli`."""
+    try:
+        text = strip_tests(open(os.path.join(SRC, "main.rs"), encoding="utf-8").read())
+    except OSError:
+        return set()
+    return set(re.findall(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", text, re.M))
+
+
+BINARY_MODULES = binary_modules()
+
+
 def module_of(path):
     rel = os.path.relpath(path, SRC)[:-3].split(os.sep)
     if rel[-1] == "mod":
         rel = rel[:-1]
     if rel in (["lib"], ["main"]):
         return ["cli"] if rel == ["main"] else []
-    if rel[0] in BINARY_MODULES:
+    if rel[0] in ("bin", "cli"):
         return ["cli"] + rel[1:]
+    if rel[0] in BINARY_MODULES:
+        # src/serve.rs and the like: the binary's own modules.
+        return ["cli"] + rel
     return rel
 
 

@@ -23,13 +23,13 @@
 //!
 //! A write-amplification study: a drive from a preset (or
 //! [`DriveConfig::from_toml`]), a workload run on it
-//! ([`workload::job::run_job`], or [`workload::wa::run`] for the whole
+//! ([`workload::job::run_job`], or [`lab::wa::run`] for the whole
 //! fill-precondition-measure study), stats read at any point, and a state
 //! cloned so two futures can be compared. `examples/wa_sweep.rs` sweeps OP
 //! this way; `duraflash sweep` runs whole grids.
 //!
 //! ```
-//! use duraflash::workload::fio::{Distribution, Rw};
+//! use duraflash::workload::access::{Distribution, Rw};
 //! use duraflash::content::pattern::DataSpec;
 //! use duraflash::workload::job::{fill_spec, run_job, JobSpec, Limit};
 //! use duraflash::{Drive, DriveConfig, Media};

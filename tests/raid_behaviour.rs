@@ -70,7 +70,7 @@ fn raid0_recovers_fully_at_the_default_member_size() {
 fn emptied_blocks_erased_in_idle_time_restore_write_speed() {
     use duraflash::content::pattern::DataSpec;
     use duraflash::lab::torture::{format_trim, pause};
-    use duraflash::workload::fio::{Distribution, Rw};
+    use duraflash::workload::access::{Distribution, Rw};
     use duraflash::workload::job::{fill_spec, run_job, JobSpec, Limit};
     use duraflash::workload::review::hdtach;
     let mut cfg = DriveConfig::preset("samsung830-64g").unwrap().scaled(1 << 30).unwrap();

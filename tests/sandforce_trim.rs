@@ -176,7 +176,7 @@ fn a_conventional_drive_loses_write_speed_instead() {
 #[test]
 fn the_life_curve_throttles_writes_once_the_nand_wears_ahead_of_schedule() {
     use duraflash::content::pattern::DataSpec;
-    use duraflash::workload::fio::{Distribution, Rw};
+    use duraflash::workload::access::{Distribution, Rw};
     use duraflash::workload::job::{fill_spec, run_job, JobSpec, Limit};
     let mut cfg = config("sf2281-240g", "sf-5.0.3");
     cfg.firmware.life_curve.as_mut().unwrap().burst_pe = 0.5;

@@ -10,7 +10,7 @@ use duraflash::config::PRESETS;
 use duraflash::content::pattern::DataSpec;
 use duraflash::host::HostQueue;
 use duraflash::timing::transfer_ns;
-use duraflash::workload::fio::{Distribution, Rw};
+use duraflash::workload::access::{Distribution, Rw};
 use duraflash::workload::job::{fill_spec, run_job, JobResult, JobSpec, Limit};
 use duraflash::workload::review::{hdtach, hdtach_sweep, iometer};
 use duraflash::{Drive, DriveConfig, Lba, Media};

@@ -405,3 +405,47 @@ fn cli_flags_reach_the_replay() {
     );
     std::fs::remove_file(&bad).ok();
 }
+
+/// A trace replays on an array as on a drive: a RAID-0 of two members
+/// splits the writes by stripe, so both members see some, and the report's
+/// counters are the members' sums.
+#[test]
+fn replay_on_a_raid0_of_two_members_writes_to_both() {
+    use duraflash::host::raid::{Array, Level, TrimPolicy};
+    let members = vec![drive(), drive()];
+    let mut array = Array::new(Level::Raid0, 128 << 10, TrimPolicy::Rst11_2, members).unwrap();
+    // 4 KiB writes over the first 1 MiB: eight 128 KiB stripes, four per member.
+    let text: String = (0..256u64).map(|i| format!("{i},h,0,Write,{},4096,1\n", i * 4096)).collect();
+    let r = replay(&mut array, reader(&text, Some(Format::Msr)), &spec(), &mut |_| {}).unwrap();
+    assert_eq!((r.counts.writes, r.members.len()), (256, 2));
+    for (i, m) in array.members().iter().enumerate() {
+        let written = m.stats().host_write_bytes;
+        assert_eq!(written, 128 * 4096, "member {i} holds half the writes");
+        assert_eq!(r.members[i], m.stats());
+        m.check_invariants().unwrap();
+    }
+    assert_eq!(r.stats.host_write_bytes, 256 * 4096, "the report sums the members");
+    assert_eq!(r.waf_curve.last().unwrap().host_bytes, 256 * 4096);
+}
+
+#[test]
+fn cli_replays_on_a_raid0_array() {
+    let trace = data_dir().join("trace-fiu-mail.txt");
+    let args = ["replay", trace.to_str().unwrap(), "--capacity", "32MiB", "--quiet", "--smart", "--json", "-"];
+    let out = duraflash(&[&args[..], &["--members", "2", "--level", "0", "--driver", "rst-11.2"]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((json["array"]["members"].as_u64(), json["array"]["level"].as_str()), (Some(2), Some("0")));
+    let members = json["members"].as_array().unwrap();
+    assert_eq!(members.len(), 2);
+    for m in members {
+        assert!(m["host_write_bytes"].as_u64().unwrap() > 0, "both members saw writes: {m}");
+    }
+    assert!(json["smart"]["member 1"].is_object());
+    let summary = String::from_utf8_lossy(&out.stderr);
+    assert!(summary.contains("on RAID-0 of 2 x "), "{summary}");
+    let bad = duraflash(&[&args[..], &["--members", "2"]].concat());
+    assert_eq!(bad.status.code(), Some(2), "--members without --level and --driver");
+    let bad = duraflash(&[&args[..], &["--level", "0"]].concat());
+    assert_eq!(bad.status.code(), Some(2), "--level without --members");
+}

@@ -29,6 +29,7 @@ pub mod check;
 pub mod gc;
 pub mod persist;
 pub mod read;
+pub mod resume;
 pub mod schedule;
 pub mod stats;
 pub mod trim;

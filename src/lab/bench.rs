@@ -16,10 +16,11 @@ use crate::content::pattern::DataSpec;
 use crate::device::{Drive, Footprint};
 use crate::lab::plot::{LineChart, Series};
 use crate::lab::wa::{self, Speed, WaSpec};
+use crate::lab::StudyError;
 use crate::workload::access::Access;
 
 /// What a bench point writes and keeps.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
     /// Compression and dedup off, metadata-only media: no content at all.
@@ -103,11 +104,11 @@ pub fn point(
     mode: Mode,
     spec: &BenchSpec,
     progress: &mut dyn FnMut(&str, f64),
-) -> Result<Point, String> {
+) -> Result<Point, StudyError> {
     let mut cfg = mode.configure(base.clone());
     cfg.gc.policy = GcPolicy::Greedy;
     let units = cfg.logical_units() as f64;
-    let mut drive = Drive::new(cfg).map_err(|e| e.to_string())?;
+    let mut drive = Drive::new(cfg)?;
     let wa_spec = WaSpec {
         access: Access::Uniform,
         request_bytes: 4096,

@@ -14,9 +14,10 @@ use crate::config::DriveConfig;
 use crate::content::corpus::Corpus;
 use crate::device::Drive;
 use crate::lab::wa::{run_with, WaSpec};
+use crate::lab::StudyError;
 use crate::units::{Lba, SECTOR_BYTES};
 use crate::workload::access::Access;
-use crate::workload::fio::{Distribution, Rw};
+use crate::workload::access::{Distribution, Rw};
 use crate::workload::job::{run_job_with, JobSpec, Limit};
 
 /// Bytes each simulated write-speed job writes (at most the span).
@@ -110,9 +111,9 @@ pub fn run(
     corpus: &Corpus,
     spec: &CorpusSpec,
     progress: &mut dyn FnMut(&str, f64),
-) -> Result<CorpusReport, String> {
+) -> Result<CorpusReport, StudyError> {
     let unit = config.unit_bytes as usize;
-    let mut drive = Drive::new(config.clone()).map_err(|e| e.to_string())?;
+    let mut drive = Drive::new(config.clone())?;
     let span_bytes = (config.logical_bytes as f64 * spec.share) as u64 / unit as u64 * unit as u64;
     let wa = WaSpec {
         access: Access::Uniform,
@@ -125,9 +126,9 @@ pub fn run(
     };
     let mut content = corpus.content(unit, span_bytes / unit as u64, 0);
     let report = run_with(&mut drive, &wa, content.as_mut(), spec.seed, progress)?;
-    drive.check_invariants().map_err(|e| e.to_string())?;
+    drive.check_invariants()?;
 
-    let speed = |rw: Rw, bs: u64, salt: u64| -> Result<f64, String> {
+    let speed = |rw: Rw, bs: u64, salt: u64| -> Result<f64, StudyError> {
         let mut copy = drive.clone();
         let length = span_bytes / bs * bs;
         let job = JobSpec {
@@ -184,7 +185,7 @@ struct PipelineSpeed {
 /// sequential, on a fresh drive of the same config) against raw lz4 +
 /// blake3 on the same bytes on one thread; the fastest of a few tries of
 /// each, interleaved.
-fn pipeline_speed(config: &DriveConfig, corpus: &Corpus) -> Result<PipelineSpeed, String> {
+fn pipeline_speed(config: &DriveConfig, corpus: &Corpus) -> Result<PipelineSpeed, StudyError> {
     let unit = config.unit_bytes as usize;
     let units = (PIPELINE_BYTES / unit).min((config.logical_bytes / unit as u64) as usize);
     let mut bytes = vec![0u8; units * unit];
@@ -193,7 +194,7 @@ fn pipeline_speed(config: &DriveConfig, corpus: &Corpus) -> Result<PipelineSpeed
     let mut best = [(f64::MAX, f64::MAX); 2]; // (wall, cpu) for drive, raw
     let mut out = vec![0u8; lz4_flex::block::get_maximum_output_size(unit)];
     let sectors = (unit as u64) / SECTOR_BYTES;
-    let mut timed = |which: usize, f: &mut dyn FnMut() -> Result<(), String>| -> Result<(), String> {
+    let mut timed = |which: usize, f: &mut dyn FnMut() -> Result<(), StudyError>| -> Result<(), StudyError> {
         let (wall, cpu) = (Instant::now(), cpu_time::ProcessTime::now());
         f()?;
         let (w, c) = (wall.elapsed().as_secs_f64(), cpu.elapsed().as_secs_f64());
@@ -201,7 +202,7 @@ fn pipeline_speed(config: &DriveConfig, corpus: &Corpus) -> Result<PipelineSpeed
         Ok(())
     };
     for _ in 0..PIPELINE_TRIES {
-        let mut drive = Drive::new(config.clone()).map_err(|e| e.to_string())?;
+        let mut drive = Drive::new(config.clone())?;
         timed(0, &mut || {
             for (b, batch) in bytes.chunks(PIPELINE_BATCH * unit).enumerate() {
                 let requests: Vec<(Lba, &[u8])> = batch
@@ -209,7 +210,7 @@ fn pipeline_speed(config: &DriveConfig, corpus: &Corpus) -> Result<PipelineSpeed
                     .enumerate()
                     .map(|(i, u)| (Lba(((b * PIPELINE_BATCH + i) as u64) * sectors), u))
                     .collect();
-                drive.write_batch(&requests).map_err(|e| e.to_string())?;
+                drive.write_batch(&requests)?;
             }
             Ok(())
         })?;

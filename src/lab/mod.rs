@@ -4,6 +4,15 @@
 //! sweeps, what simulating costs, soak), the analytic models they are
 //! checked against, and the report and plots that show them.
 
+use thiserror::Error;
+
+use crate::content::corpus::CorpusError;
+use crate::content::pattern::PatternError;
+use crate::error::{ConfigError, DriveError};
+use crate::host::raid::RaidError;
+use crate::image::ImageError;
+use crate::workload::WorkloadError;
+
 pub mod analytic;
 pub mod bench;
 pub mod corpora;
@@ -15,3 +24,69 @@ pub mod soak;
 pub mod sweep;
 pub mod torture;
 pub mod wa;
+
+/// What a study can fail with: a spec it cannot run (the CLI reports these
+/// as usage errors where the user gave the spec), a workload or command
+/// that failed, a file it could not read or write, or a drive that broke
+/// a rule the study checks.
+#[derive(Debug, Error)]
+pub enum StudyError {
+    /// A spec or setting the study cannot run with, with the reason.
+    #[error("{0}")]
+    BadSpec(String),
+    /// A workload failed.
+    #[error(transparent)]
+    Workload(#[from] WorkloadError),
+    /// Data settings that describe no content.
+    #[error(transparent)]
+    Pattern(#[from] PatternError),
+    /// A config that describes no drive.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A drive refused a command.
+    #[error(transparent)]
+    Drive(#[from] DriveError),
+    /// An array refused a command or could not be built.
+    #[error(transparent)]
+    Raid(#[from] RaidError),
+    /// A drive image could not be written or read.
+    #[error(transparent)]
+    Image(#[from] ImageError),
+    /// A corpus could not be loaded.
+    #[error(transparent)]
+    Corpus(#[from] CorpusError),
+    /// A chart could not be drawn or written.
+    #[error(transparent)]
+    Plot(#[from] plot::PlotError),
+    /// A file the study reads or writes.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A result could not be encoded or decoded as JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// The drive broke a rule the study checks (wrong data, a broken
+    /// invariant), or a step did not happen.
+    #[error("{0}")]
+    Violation(String),
+    /// The drive's state broke an invariant.
+    #[error("invariant: {0}")]
+    Invariant(#[from] crate::device::InvariantError),
+    /// What failed inside the named step.
+    #[error("{what}: {source}")]
+    In {
+        what: String,
+        #[source]
+        source: Box<StudyError>,
+    },
+}
+
+impl StudyError {
+    /// `self`, as failed inside `what`.
+    pub fn within(self, what: impl Into<String>) -> Self {
+        StudyError::In { what: what.into(), source: Box::new(self) }
+    }
+}

@@ -16,6 +16,7 @@ use crate::device::Drive;
 use crate::host::fs::{wipe, FileId, FileSystem, CLUSTER_BYTES};
 use crate::host::{BlockDevice, CommandKind, HostQueue};
 use crate::lab::torture::pause;
+use crate::lab::StudyError;
 use crate::units::{Lba, SECTOR_BYTES};
 use crate::workload::job::{fill_spec, run_job};
 
@@ -236,7 +237,7 @@ fn build(capacity: u64, seed: u64) -> (Vec<Cmd>, FileSystem, Vec<Vec<Cmd>>) {
 
 /// Runs every scenario on `drive`, one after another: the state's score
 /// and the WAF the trace caused.
-fn scored(drive: &mut Drive, trace: &[Vec<Cmd>]) -> Result<StateScore, String> {
+fn scored(drive: &mut Drive, trace: &[Vec<Cmd>]) -> Result<StateScore, StudyError> {
     let before = drive.stats();
     let mut scenarios = Vec::new();
     let (mut ns, mut busy_ns) = (0, 0);
@@ -264,7 +265,10 @@ struct Replayed {
 
 /// Runs `cmds` at queue depth `qd`: MB/s moved and mean commands
 /// outstanding.
-fn replay<D: BlockDevice>(dev: &mut D, cmds: &[Cmd], qd: u32) -> Result<Replayed, String> {
+fn replay<D: BlockDevice>(dev: &mut D, cmds: &[Cmd], qd: u32) -> Result<Replayed, StudyError>
+where
+    StudyError: From<D::Error>,
+{
     let mut queue = HostQueue::new(qd, dev.now());
     let start = queue.started_at();
     let zeros = vec![0u8; MAX_REQUEST as usize];
@@ -273,12 +277,12 @@ fn replay<D: BlockDevice>(dev: &mut D, cmds: &[Cmd], qd: u32) -> Result<Replayed
         match c {
             Cmd::Read(lba, n) => {
                 queue.set_kind(CommandKind::Read);
-                dev.read_on(Lba(lba), n, &mut queue, false).map_err(|e| e.to_string())?;
+                dev.read_on(Lba(lba), n, &mut queue, false)?;
             }
             Cmd::Write(lba, n) => {
                 queue.set_kind(CommandKind::Write);
                 let data = &zeros[..(n * SECTOR_BYTES) as usize];
-                dev.write_batch_on(&[(Lba(lba), data)], &mut queue).map_err(|e| e.to_string())?;
+                dev.write_batch_on(&[(Lba(lba), data)], &mut queue)?;
             }
         }
         bytes += cmd_bytes(&c);
@@ -292,9 +296,11 @@ fn replay<D: BlockDevice>(dev: &mut D, cmds: &[Cmd], qd: u32) -> Result<Replayed
 
 /// Runs the three states on drives built from `drive` (secure-erased,
 /// metadata-only or not). `progress` gets the phase and fraction done.
-pub fn optimizer(drive: &Drive, seed: u64, progress: &mut dyn FnMut(&str, f64)) -> Result<OptimizerReport, String> {
+pub fn optimizer(drive: &Drive, seed: u64, progress: &mut dyn FnMut(&str, f64)) -> Result<OptimizerReport, StudyError> {
     if drive.needs_content() {
-        return Err("the optimizer trace writes no content: use a drive without compression or dedup".into());
+        return Err(StudyError::BadSpec(
+            "the optimizer trace writes no content: use a drive without compression or dedup".into(),
+        ));
     }
     let capacity = drive.capacity_sectors() * SECTOR_BYTES;
     let (content, fs, trace) = build(capacity, unit_seed(seed, 1));
@@ -305,14 +311,14 @@ pub fn optimizer(drive: &Drive, seed: u64, progress: &mut dyn FnMut(&str, f64)) 
     let clean_score = scored(&mut clean, &trace)?;
     progress("used", 0.33);
     let mut used = drive.clone();
-    let data = DataSpec::compressible(0).map_err(|e| e.to_string())?;
+    let data = DataSpec::compressible(0)?;
     run_job(&mut used, &fill_spec(capacity, 128 << 10, 32, data, unit_seed(seed, 2)), &mut |_| {})?;
     replay(&mut used, &content, TRACE_QD)?;
     pause(&mut used)?;
     let mut wiped = used.clone();
     let used_score = scored(&mut used, &trace)?;
     progress("after wiper", 0.66);
-    let wiped_units = wipe(&fs, &mut wiped).map_err(|e| e.to_string())?;
+    let wiped_units = wipe(&fs, &mut wiped)?;
     pause(&mut wiped)?;
     let after_score = scored(&mut wiped, &trace)?;
     progress("done", 1.0);

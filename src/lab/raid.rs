@@ -13,9 +13,11 @@ use crate::host::raid::{Array, Layout, Level, TrimPolicy};
 use crate::host::smart::Smart;
 use crate::host::BlockDevice;
 use crate::lab::torture::{format_trim, pause};
-use crate::workload::fio::{Distribution, Rw};
+use crate::lab::StudyError;
+use crate::workload::access::{Distribution, Rw};
 use crate::workload::job::{fill_spec, run_job, JobSpec, Limit};
 use crate::workload::review::{hdtach_sized, HdTach};
+use crate::workload::WorkloadError;
 
 /// Commands of each random-read measurement.
 pub const RANDOM_READ_OPS: u64 = 4000;
@@ -99,13 +101,21 @@ pub struct RaidReport {
     pub smart: Vec<Smart>,
 }
 
-fn measure<D: BlockDevice>(dev: &mut D, request: u64, spec: &RaidSpec, k: u64) -> Result<Measured, String> {
-    let data = DataSpec::compressible(0).map_err(|e| e.to_string())?;
+fn measure<D: BlockDevice>(dev: &mut D, request: u64, spec: &RaidSpec, k: u64) -> Result<Measured, StudyError>
+where
+    StudyError: From<D::Error>,
+    WorkloadError: From<D::Error>,
+{
+    let data = DataSpec::compressible(0)?;
     let h = hdtach_sized(dev, request, spec.zones, data, unit_seed(spec.seed, 20 + k), &mut |_| {})?;
     Ok(Measured { read_mbps: h.read.avg_mbps, write_mbps: h.write.avg_mbps, hdtach: h })
 }
 
-fn random_read<D: BlockDevice>(dev: &mut D, seed: u64) -> Result<RandomRead, String> {
+fn random_read<D: BlockDevice>(dev: &mut D, seed: u64) -> Result<RandomRead, StudyError>
+where
+    StudyError: From<D::Error>,
+    WorkloadError: From<D::Error>,
+{
     let mut iops = [0.0; 2];
     for (i, qd) in [1u32, 32].into_iter().enumerate() {
         let job = JobSpec {
@@ -118,7 +128,7 @@ fn random_read<D: BlockDevice>(dev: &mut D, seed: u64) -> Result<RandomRead, Str
             limit: Limit::Ops(RANDOM_READ_OPS),
             rwmixread: 0,
             distribution: Distribution::Random,
-            data: DataSpec::compressible(0).map_err(|e| e.to_string())?,
+            data: DataSpec::compressible(0)?,
             seed: unit_seed(seed, u64::from(qd)),
         };
         iops[i] = run_job(dev, &job, &mut |_| {})?.read.iops;
@@ -126,17 +136,26 @@ fn random_read<D: BlockDevice>(dev: &mut D, seed: u64) -> Result<RandomRead, Str
     Ok(RandomRead { qd1_iops: iops[0], qd32_iops: iops[1] })
 }
 
-fn fill<D: BlockDevice>(dev: &mut D, request: u64, seed: u64) -> Result<(), String> {
-    let data = DataSpec::compressible(0).map_err(|e| e.to_string())?;
-    run_job(dev, &fill_spec(dev.capacity_bytes(), request, 32, data, seed), &mut |_| {}).map(|_| ())
+fn fill<D: BlockDevice>(dev: &mut D, request: u64, seed: u64) -> Result<(), StudyError>
+where
+    StudyError: From<D::Error>,
+    WorkloadError: From<D::Error>,
+{
+    let data = DataSpec::compressible(0)?;
+    run_job(dev, &fill_spec(dev.capacity_bytes(), request, 32, data, seed), &mut |_| {})?;
+    Ok(())
 }
 
 /// Runs the protocol on an array of `spec.members` drives built from
 /// `member`. `progress` gets the phase name and the fraction done.
-pub fn raid(member: &DriveConfig, spec: &RaidSpec, progress: &mut dyn FnMut(&str, f64)) -> Result<RaidReport, String> {
-    let new_drive = || Drive::new(member.clone()).map_err(|e| e.to_string());
+pub fn raid(
+    member: &DriveConfig,
+    spec: &RaidSpec,
+    progress: &mut dyn FnMut(&str, f64),
+) -> Result<RaidReport, StudyError> {
+    let new_drive = || Drive::new(member.clone());
     let drives = (0..spec.members).map(|_| new_drive()).collect::<Result<Vec<_>, _>>()?;
-    let mut array = Array::new(spec.level, spec.stripe_bytes, spec.driver, drives).map_err(|e| e.to_string())?;
+    let mut array = Array::new(spec.level, spec.stripe_bytes, spec.driver, drives)?;
     let layout = *array.layout();
     let request = spec.stripe_bytes * layout.columns as u64;
 
@@ -163,7 +182,7 @@ pub fn raid(member: &DriveConfig, spec: &RaidSpec, progress: &mut dyn FnMut(&str
         limit: Limit::Time((spec.minutes * 60e9 * member.logical_bytes as f64 / full.max(1) as f64) as u64),
         rwmixread: 0,
         distribution: Distribution::Random,
-        data: DataSpec::compressible(0).map_err(|e| e.to_string())?,
+        data: DataSpec::compressible(0)?,
         seed: unit_seed(spec.seed, 5),
     };
     let t = run_job(&mut array, &torture, &mut |f| progress("torture", 0.3 + 0.4 * f))?;

@@ -19,6 +19,7 @@ use crate::lab::corpora::{self as corpus_bench, CorpusSpec};
 use crate::lab::plot::{self, BarChart, LineChart, Series};
 use crate::lab::sweep::{self, Point};
 use crate::lab::torture::{self, Duration, TortureData, TortureReport, TortureSpec};
+use crate::lab::StudyError;
 use crate::workload::review::AttoPoint;
 
 /// How big the drives are.
@@ -127,12 +128,12 @@ pub fn reproduce(
     only: &[String],
     seed: u64,
     progress: &mut dyn FnMut(&str, f64),
-) -> Result<Report, String> {
+) -> Result<Report, StudyError> {
     if let Some(bad) = only.iter().find(|n| !PARTS.contains(&n.as_str())) {
-        return Err(format!("unknown part '{bad}' (valid: {})", PARTS.join(", ")));
+        return Err(StudyError::BadSpec(format!("unknown part '{bad}' (valid: {})", PARTS.join(", "))));
     }
     let plots = dir.join("plots");
-    std::fs::create_dir_all(&plots).map_err(|e| format!("{}: {e}", plots.display()))?;
+    std::fs::create_dir_all(&plots).map_err(|source| StudyError::Io { path: plots.clone(), source })?;
     let chosen: Vec<&str> = PARTS.iter().copied().filter(|p| only.is_empty() || only.iter().any(|o| o == p)).collect();
     let start = Instant::now();
     let mut parts = Vec::new();
@@ -179,25 +180,25 @@ fn empty(name: &str, title: &str, source: &str, mechanism: &str) -> Part {
 }
 
 /// Fills `part` from `f`, or records its error.
-fn fill(mut part: Part, f: impl FnOnce(&mut Part) -> Result<(), String>) -> Part {
+fn fill(mut part: Part, f: impl FnOnce(&mut Part) -> Result<(), StudyError>) -> Part {
     if let Err(e) = f(&mut part) {
-        part.error = Some(e);
+        part.error = Some(e.to_string());
     }
     part
 }
 
-fn save_line(dir: &Path, file: &str, chart: &LineChart, part: &mut Part) -> Result<(), String> {
-    plot::line_chart(&dir.join("plots").join(file), chart).map_err(|e| e.to_string())?;
+fn save_line(dir: &Path, file: &str, chart: &LineChart, part: &mut Part) -> Result<(), StudyError> {
+    plot::line_chart(&dir.join("plots").join(file), chart)?;
     part.plots.push(format!("plots/{file}"));
     Ok(())
 }
 
 /// `preset` at `capacity` (its own size when `None`), metadata-only, with
 /// `seed`: the drives every part runs.
-fn model(preset: &str, capacity: Option<u64>, seed: u64) -> Result<DriveConfig, String> {
-    let mut cfg = DriveConfig::preset(preset).map_err(|e| e.to_string())?;
+fn model(preset: &str, capacity: Option<u64>, seed: u64) -> Result<DriveConfig, StudyError> {
+    let mut cfg = DriveConfig::preset(preset)?;
     if let Some(c) = capacity {
-        cfg = cfg.scaled(c).map_err(|e| e.to_string())?;
+        cfg = cfg.scaled(c)?;
     }
     cfg.media = crate::Media::MetadataOnly;
     cfg.seed = seed;
@@ -234,7 +235,8 @@ fn wa_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Pa
                 workload: "uniform".into(),
             };
             let r = sweep::run_point(&base, &point, pre, measure)?;
-            let m = r.model_greedy.ok_or("the model applies to uniform writes")?;
+            let m =
+                r.model_greedy.ok_or_else(|| StudyError::Violation("the model applies to uniform writes".into()))?;
             part.rows.push(num(format!("WAF at OP {:.0} %", op * 100.0), m, r.waf, "NAND/host bytes"));
             ours.push((op * 100.0, r.waf));
             model.push((op * 100.0, m));
@@ -276,7 +278,7 @@ fn corpora_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) 
         let spec = CorpusSpec { share: 1.0, precondition: pre, measure, seed };
         let mut reports = Vec::new();
         for (i, name) in names.iter().enumerate() {
-            let c = Corpus::load(name, &corpus::default_dir()).map_err(|e| e.to_string())?;
+            let c = Corpus::load(name, &corpus::default_dir())?;
             let r = corpus_bench::run(&cfg, &c, &spec, &mut |_, _| {})?;
             part.rows.push(num(
                 format!("{name}: compression ratio"),
@@ -301,7 +303,7 @@ fn corpora_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) 
             ],
             ..Default::default()
         };
-        plot::bar_chart(&dir.join("plots/corpora.svg"), &chart).map_err(|e| e.to_string())?;
+        plot::bar_chart(&dir.join("plots/corpora.svg"), &chart)?;
         part.plots.push("plots/corpora.svg".into());
         Ok(())
     })
@@ -309,7 +311,7 @@ fn corpora_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) 
 
 /// The torture protocol runs: three firmwares, compressible and
 /// incompressible data, with ATTO at every state.
-fn run_tortures(scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Result<Vec<TortureReport>, String> {
+fn run_tortures(scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Result<Vec<TortureReport>, StudyError> {
     let (capacity, atto) = match scale {
         Scale::Tiny => (Some(256 << 20), 16 << 20),
         Scale::Quick => (Some(1 << 30), 64 << 20),
@@ -322,7 +324,7 @@ fn run_tortures(scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Result<Ve
         .collect();
     for (i, (firmware, data)) in runs.iter().enumerate() {
         let mut cfg = model("sf2281-240g", capacity, seed)?;
-        cfg.firmware = crate::firmware::Firmware::profile(firmware).map_err(|e| e.to_string())?;
+        cfg.firmware = crate::firmware::Firmware::profile(firmware)?;
         let spec = TortureSpec {
             data: *data,
             duration: Duration::Minutes(20.0),
@@ -403,7 +405,7 @@ fn torture_part(
                 ));
             }
             for (file, chart) in torture::hdtach_charts("sf2281", r) {
-                plot::line_chart(&dir.join("plots").join(&file), &chart).map_err(|e| e.to_string())?;
+                plot::line_chart(&dir.join("plots").join(&file), &chart)?;
                 part.plots.push(format!("plots/{file}"));
             }
         }
@@ -431,12 +433,12 @@ fn atto_part(
         if tortures.is_none() {
             *tortures = Some(run_tortures(scale, seed, tick)?);
         }
-        let runs = tortures.as_ref().ok_or("no torture runs")?;
+        let runs = tortures.as_ref().ok_or_else(|| StudyError::Violation("no torture runs".into()))?;
         let mean = |v: &[AttoPoint], f: fn(&AttoPoint) -> f64| v.iter().map(f).sum::<f64>() / v.len().max(1) as f64;
         let mut series = Vec::new();
         for r in runs.iter().filter(|r| r.data == TortureData::Compressible) {
             let (Some(clean), Some(tortured)) = (&r.clean.atto, &r.tortured.atto) else {
-                return Err("ATTO did not run".into());
+                return Err(StudyError::Violation("ATTO did not run".into()));
             };
             let hdtach = r.tortured.read_mbps / r.clean.read_mbps;
             part.rows.push(row(
@@ -600,7 +602,7 @@ fn optimizer_part(scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
             Scale::Full => None,
         };
         let cfg = model("intel-x25m-g2-160g", capacity, seed)?;
-        let drive = crate::Drive::new(cfg).map_err(|e| e.to_string())?;
+        let drive = crate::Drive::new(cfg)?;
         let r = optimizer(&drive, seed, &mut |_, f| tick(f))?;
         let [clean, used, wiped] = REVIEW_SCORES;
         part.rows.push(row("score clean", None, format!("{clean} (PCMark points)"), r.clean, "KB/s"));
@@ -630,21 +632,21 @@ fn smart_part(scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
         for (i, preset) in ["sf2281-240g", "samsung830-64g", "intel-x25m-g2-160g"].into_iter().enumerate() {
             let cfg = model(preset, Some(capacity), seed)?;
             let cap = cfg.logical_bytes;
-            let mut drive = crate::Drive::new(cfg).map_err(|e| e.to_string())?;
-            let data = crate::content::pattern::DataSpec::compressible(50).map_err(|e| e.to_string())?;
+            let mut drive = crate::Drive::new(cfg)?;
+            let data = crate::content::pattern::DataSpec::compressible(50)?;
             let before_stats = drive.stats();
             let before = Smart::of(&drive);
             run_job(&mut drive, &fill_spec(cap, 128 << 10, 32, data, seed), &mut |_| {})?;
             let random = JobSpec {
                 name: "randwrite".into(),
-                rw: crate::workload::fio::Rw::RandWrite,
+                rw: crate::workload::access::Rw::RandWrite,
                 bs: 4096,
                 iodepth: 32,
                 offset: 0,
                 length: cap,
                 limit: Limit::Bytes(2 * cap),
                 rwmixread: 0,
-                distribution: crate::workload::fio::Distribution::Random,
+                distribution: crate::workload::access::Distribution::Random,
                 data,
                 seed,
             };
@@ -689,11 +691,12 @@ pub fn fmt_ours(r: &Row) -> String {
 }
 
 /// Writes `index.html`, `report.md` and `results.json` into `dir`.
-pub fn write(dir: &Path, report: &Report) -> Result<(), String> {
-    let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
-    std::fs::write(dir.join("results.json"), json + "\n").map_err(|e| e.to_string())?;
-    std::fs::write(dir.join("report.md"), markdown(report)).map_err(|e| e.to_string())?;
-    std::fs::write(dir.join("index.html"), html(report)).map_err(|e| e.to_string())?;
+pub fn write(dir: &Path, report: &Report) -> Result<(), StudyError> {
+    let json = serde_json::to_string_pretty(report)?;
+    for (file, text) in [("results.json", json + "\n"), ("report.md", markdown(report)), ("index.html", html(report))] {
+        let path = dir.join(file);
+        std::fs::write(&path, text).map_err(|source| StudyError::Io { path, source })?;
+    }
     Ok(())
 }
 

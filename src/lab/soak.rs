@@ -15,6 +15,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use crate::device::{Drive, Stats};
+use crate::lab::StudyError;
 use crate::units::{Lba, Lpn};
 
 /// What to run.
@@ -70,15 +71,15 @@ fn unit(seed: u64, bytes: usize, out: &mut Vec<u8>) {
 /// Runs the soak on `drive`, calling `progress` with the fraction done
 /// now and then. Stops at the first violation: a failed command, a read
 /// that differs from what was written, or a broken invariant.
-pub fn run(drive: &mut Drive, spec: &SoakSpec, progress: &mut dyn FnMut(f64)) -> Result<SoakReport, String> {
+pub fn run(drive: &mut Drive, spec: &SoakSpec, progress: &mut dyn FnMut(f64)) -> Result<SoakReport, StudyError> {
     let ub = drive.config().unit_bytes as usize;
     let us = (ub / 512) as u64;
     let units = drive.capacity_sectors() / us;
     if units < 32 {
-        return Err("soak needs a drive of at least 32 units".into());
+        return Err(StudyError::BadSpec("soak needs a drive of at least 32 units".into()));
     }
     if drive.stats().mapped_units > 0 {
-        return Err("soak needs a secure-erased drive (its shadow starts empty)".into());
+        return Err(StudyError::BadSpec("soak needs a secure-erased drive (its shadow starts empty)".into()));
     }
     let mut shadow: Vec<Option<u64>> = vec![None; units as usize];
     let mut rng = ChaCha8Rng::seed_from_u64(spec.seed);
@@ -97,7 +98,7 @@ pub fn run(drive: &mut Drive, spec: &SoakSpec, progress: &mut dyn FnMut(f64)) ->
     let (mut data, mut expect) = (Vec::new(), Vec::new());
     let started = Instant::now();
     for op in 1..=spec.ops {
-        let at = |what: &str, e: String| format!("op {op}: {what}: {e}");
+        let at = |what: &str, e: String| StudyError::Violation(format!("op {op}: {what}: {e}"));
         let first = rng.gen_range(0..units - 16);
         match rng.gen_range(0..100) {
             0..=44 => {
@@ -161,7 +162,7 @@ pub fn run(drive: &mut Drive, spec: &SoakSpec, progress: &mut dyn FnMut(f64)) ->
         }
         r.ops = op;
     }
-    drive.check_invariants().map_err(|e| format!("at the end: invariant: {e}"))?;
+    drive.check_invariants().map_err(|e| StudyError::Violation(format!("at the end: invariant: {e}")))?;
     r.checks += 1;
     r.seconds = started.elapsed().as_secs_f64();
     r.ops_per_second = r.ops as f64 / r.seconds.max(1e-9);

@@ -3,13 +3,23 @@
 //! TRIM share and workload. Every point is a self-contained
 //! [`crate::lab::wa`] run with its own seed, so points run in
 //! parallel, one machine or many, and always give the same numbers.
+//!
+//! Also owns a sweep's result ([`SweepRun`]): merging the results of
+//! separately run points ([`merge`]), the command lines that run them
+//! ([`JobLines`]), and its CSV and chart.
+
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use thiserror::Error;
 
-use crate::config::{DriveConfig, GcPolicy};
+use crate::config::{DriveConfig, GcPolicy, Media};
 use crate::content::pattern::{unit_seed, DataSpec};
 use crate::device::Drive;
+use crate::lab::plot::{LineChart, Series};
 use crate::lab::wa::{self, WaSpec};
+use crate::lab::StudyError;
+use crate::units::ByteSize;
 use crate::workload::access::Access;
 
 /// The axes of a sweep; every combination is a point.
@@ -75,7 +85,7 @@ pub struct PointResult {
 
 impl Grid {
     /// Checks every axis has a value and every value is usable.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), StudyError> {
         let axes = [
             ("--op", self.op.len()),
             ("--gc", self.gc.len()),
@@ -86,16 +96,16 @@ impl Grid {
             ("--workload", self.workload.len()),
         ];
         if let Some((flag, _)) = axes.iter().find(|(_, n)| *n == 0) {
-            return Err(format!("{flag}: needs at least one value"));
+            return Err(StudyError::BadSpec(format!("{flag}: needs at least one value")));
         }
         for w in &self.workload {
-            w.parse::<Access>().map_err(|e| format!("--workload: {e}"))?;
+            w.parse::<Access>().map_err(|e| StudyError::BadSpec(format!("--workload: {e}")))?;
         }
         for (flag, v) in
             [("--compress-pct", &self.compress_pct), ("--dedupe-pct", &self.dedupe_pct), ("--trim-pct", &self.trim_pct)]
         {
             if let Some(p) = v.iter().find(|&&p| p > 100) {
-                return Err(format!("{flag}: {p} is over 100"));
+                return Err(StudyError::BadSpec(format!("{flag}: {p} is over 100")));
             }
         }
         Ok(())
@@ -133,27 +143,29 @@ impl Grid {
 }
 
 /// The drive config of `point` on top of `base`.
-pub fn point_config(base: &DriveConfig, point: &Point) -> Result<DriveConfig, String> {
-    let mut cfg = base.with_pages_per_block(point.pages_per_block).map_err(|e| e.to_string())?;
-    cfg = cfg.with_op(point.op).map_err(|e| e.to_string())?;
+pub fn point_config(base: &DriveConfig, point: &Point) -> Result<DriveConfig, StudyError> {
+    let mut cfg = base.with_pages_per_block(point.pages_per_block)?;
+    cfg = cfg.with_op(point.op)?;
     cfg.gc.policy = point.gc;
     cfg.seed = unit_seed(base.seed, point.index as u64);
-    cfg.validate().map_err(|e| e.to_string())?;
+    cfg.validate()?;
     Ok(cfg)
 }
 
 /// Runs one point: fill, `precondition` drive-writes, then `measure`
 /// measured drive-writes of 4 KiB requests.
-pub fn run_point(base: &DriveConfig, point: &Point, precondition: f64, measure: f64) -> Result<PointResult, String> {
+pub fn run_point(
+    base: &DriveConfig,
+    point: &Point,
+    precondition: f64,
+    measure: f64,
+) -> Result<PointResult, StudyError> {
     let cfg = point_config(base, point)?;
-    let data = if point.compress_pct == 0 {
-        DataSpec::incompressible()
-    } else {
-        DataSpec::compressible(point.compress_pct).map_err(|e| e.to_string())?
-    };
-    let data = data.with_dedupe(point.dedupe_pct).map_err(|e| e.to_string())?;
+    let data =
+        if point.compress_pct == 0 { DataSpec::incompressible() } else { DataSpec::compressible(point.compress_pct)? };
+    let data = data.with_dedupe(point.dedupe_pct)?;
     let spec = WaSpec {
-        access: point.workload.parse()?,
+        access: point.workload.parse().map_err(StudyError::BadSpec)?,
         request_bytes: u64::from(cfg.unit_bytes),
         data,
         trim_pct: point.trim_pct,
@@ -161,7 +173,7 @@ pub fn run_point(base: &DriveConfig, point: &Point, precondition: f64, measure: 
         precondition,
         measure,
     };
-    let mut drive = Drive::new(cfg.clone()).map_err(|e| e.to_string())?;
+    let mut drive = Drive::new(cfg.clone())?;
     let r = wa::run(&mut drive, &spec, cfg.seed, &mut |_, _| {})?;
     Ok(PointResult {
         point: point.clone(),
@@ -172,4 +184,278 @@ pub fn run_point(base: &DriveConfig, point: &Point, precondition: f64, measure: 
         dedup_ratio: r.dedup_ratio,
         erases: r.erases,
     })
+}
+
+/// A sweep's result (or one point's, with `--point`): how it was made and
+/// what every point measured. Its JSON is what `--merge` reads back.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SweepRun {
+    /// The command line that made it.
+    pub command: Vec<String>,
+    /// The crate version that made it.
+    pub version: String,
+    /// The drive preset of every point.
+    pub preset: String,
+    /// Host bytes of every point's drive.
+    pub capacity: u64,
+    /// Base seed.
+    pub seed: u64,
+    /// Random-write drive-writes before measuring, per point.
+    pub precondition: f64,
+    /// Measured random-write drive-writes, per point.
+    pub measure: f64,
+    /// The axes.
+    pub grid: Grid,
+    /// The points run, by index.
+    pub points: Vec<PointResult>,
+}
+
+/// Runs `points` in parallel (rayon); `done` is called after each.
+pub fn run_points(
+    base: &DriveConfig,
+    points: &[Point],
+    precondition: f64,
+    measure: f64,
+    done: &(dyn Fn() + Sync),
+) -> Result<Vec<PointResult>, StudyError> {
+    use rayon::prelude::*;
+    points
+        .par_iter()
+        .map(|p| {
+            let r = run_point(base, p, precondition, measure).map_err(|e| e.within(format!("grid point {}", p.index)));
+            done();
+            r
+        })
+        .collect()
+}
+
+/// Why sweep results could not be merged.
+#[derive(Debug, Error)]
+pub enum MergeError {
+    /// The directory cannot be listed.
+    #[error("{}: {source}", dir.display())]
+    Dir {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The directory holds no `.json` file.
+    #[error("{}: no .json files", dir.display())]
+    NoFiles { dir: PathBuf },
+    /// A file cannot be read.
+    #[error("{}: {source}", file.display())]
+    Read {
+        file: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file that is not a sweep result.
+    #[error("{}: not a sweep result: {source}", file.display())]
+    NotASweep {
+        file: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A result of another grid, preset, capacity or seed than the first.
+    #[error("{}: from a different sweep than {}", file.display(), first.display())]
+    OtherSweep { file: PathBuf, first: PathBuf },
+}
+
+impl MergeError {
+    /// Whether the directory asked for is wrong (rather than a file in it).
+    pub fn is_usage(&self) -> bool {
+        matches!(self, MergeError::Dir { .. } | MergeError::NoFiles { .. })
+    }
+}
+
+/// Reads every `*.json` sweep result in `dir` (in name order) into one,
+/// its points sorted by index with duplicates dropped. Points may be
+/// missing: compare with `grid.points()`.
+pub fn merge(dir: &Path) -> Result<SweepRun, MergeError> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|source| MergeError::Dir { dir: dir.into(), source })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let mut merged: Option<SweepRun> = None;
+    for f in &files {
+        let text = std::fs::read_to_string(f).map_err(|source| MergeError::Read { file: f.clone(), source })?;
+        let part: SweepRun =
+            serde_json::from_str(&text).map_err(|source| MergeError::NotASweep { file: f.clone(), source })?;
+        match &mut merged {
+            None => merged = Some(part),
+            Some(m) => {
+                let same = serde_json::to_value(&m.grid).ok() == serde_json::to_value(&part.grid).ok()
+                    && m.preset == part.preset
+                    && m.capacity == part.capacity
+                    && m.seed == part.seed;
+                if !same {
+                    return Err(MergeError::OtherSweep { file: f.clone(), first: files[0].clone() });
+                }
+                m.points.extend(part.points);
+            }
+        }
+    }
+    let mut m = merged.ok_or_else(|| MergeError::NoFiles { dir: dir.into() })?;
+    m.points.sort_by_key(|p| p.point.index);
+    m.points.dedup_by_key(|p| p.point.index);
+    Ok(m)
+}
+
+/// What an emitted job runs: the sweep's settings, one point at a time.
+#[derive(Clone, Debug)]
+pub struct JobLines<'a> {
+    /// The `duraflash` executable.
+    pub exe: &'a Path,
+    /// Drive preset.
+    pub preset: &'a str,
+    /// Host capacity asked for, in bytes.
+    pub capacity: u64,
+    /// What the NAND keeps.
+    pub media: Media,
+    /// Base seed.
+    pub seed: u64,
+    /// The axes.
+    pub grid: &'a Grid,
+    /// Drive-writes before measuring.
+    pub precondition: f64,
+    /// Drive-writes measured.
+    pub measure: f64,
+    /// Where each job writes its `point-N.json`.
+    pub points_dir: &'a Path,
+}
+
+impl JobLines<'_> {
+    /// One self-contained command line per point (for GNU parallel or a
+    /// Slurm array), each ending in a newline.
+    pub fn text(&self) -> String {
+        let join = |v: Vec<String>| v.join(",");
+        let g = self.grid;
+        let common = format!(
+            "{} sweep --preset {} --capacity {} --media {} --seed {} --op {} --gc {} --pages-per-block {} \
+             --compress-pct {} --dedupe-pct {} --trim-pct {} --workload {} --precondition {} --measure {} --quiet",
+            self.exe.display(),
+            self.preset,
+            self.capacity,
+            match self.media {
+                Media::Memory => "memory",
+                Media::MetadataOnly => "metadata-only",
+            },
+            self.seed,
+            join(g.op.iter().map(f64::to_string).collect()),
+            join(g.gc.iter().map(GcPolicy::to_string).collect()),
+            join(g.pages_per_block.iter().map(u32::to_string).collect()),
+            join(g.compress_pct.iter().map(u8::to_string).collect()),
+            join(g.dedupe_pct.iter().map(u8::to_string).collect()),
+            join(g.trim_pct.iter().map(u8::to_string).collect()),
+            join(g.workload.clone()),
+            self.precondition,
+            self.measure,
+        );
+        let mut text = String::new();
+        for i in 0..g.points().len() {
+            text +=
+                &format!("{common} --point {i} --json {}\n", self.points_dir.join(format!("point-{i}.json")).display());
+        }
+        text
+    }
+}
+
+impl Grid {
+    /// The name of `p`'s curve: the axes that vary besides OP.
+    pub fn series_label(&self, p: &Point) -> String {
+        let g = self;
+        let mut parts = Vec::new();
+        if g.gc.len() > 1 {
+            parts.push(p.gc.to_string());
+        }
+        if g.pages_per_block.len() > 1 {
+            parts.push(format!("{} pages/block", p.pages_per_block));
+        }
+        if g.compress_pct.len() > 1 {
+            parts.push(format!("compress {}%", p.compress_pct));
+        }
+        if g.dedupe_pct.len() > 1 {
+            parts.push(format!("dedupe {}%", p.dedupe_pct));
+        }
+        if g.trim_pct.len() > 1 {
+            parts.push(format!("trim {}%", p.trim_pct));
+        }
+        if g.workload.len() > 1 {
+            parts.push(p.workload.clone());
+        }
+        if parts.is_empty() {
+            "WAF".to_string()
+        } else {
+            parts.join(", ")
+        }
+    }
+}
+
+impl SweepRun {
+    /// Writes one CSV row per point.
+    pub fn write_csv(&self, path: &Path) -> Result<(), csv::Error> {
+        let mut w = csv::Writer::from_path(path)?;
+        w.write_record([
+            "index",
+            "op",
+            "gc",
+            "pages_per_block",
+            "compress_pct",
+            "dedupe_pct",
+            "trim_pct",
+            "workload",
+            "seed",
+            "waf",
+            "model_greedy",
+            "compression_ratio",
+            "dedup_ratio",
+            "erases",
+        ])?;
+        for r in &self.points {
+            let p = &r.point;
+            w.write_record([
+                p.index.to_string(),
+                p.op.to_string(),
+                p.gc.to_string(),
+                p.pages_per_block.to_string(),
+                p.compress_pct.to_string(),
+                p.dedupe_pct.to_string(),
+                p.trim_pct.to_string(),
+                p.workload.clone(),
+                r.seed.to_string(),
+                format!("{:.5}", r.waf),
+                r.model_greedy.map_or(String::new(), |m| format!("{m:.5}")),
+                format!("{:.5}", r.compression_ratio),
+                format!("{:.5}", r.dedup_ratio),
+                r.erases.to_string(),
+            ])?;
+        }
+        w.flush()?;
+        Ok(())
+    }
+
+    /// WAF against OP, one curve per combination of the other axes.
+    pub fn chart(&self) -> LineChart {
+        let mut series: Vec<Series> = Vec::new();
+        for r in &self.points {
+            let name = self.grid.series_label(&r.point);
+            match series.iter_mut().find(|s| s.name == name) {
+                Some(s) => s.points.push((r.point.op * 100.0, r.waf)),
+                None => series.push(Series { name, points: vec![(r.point.op * 100.0, r.waf)] }),
+            }
+        }
+        for s in &mut series {
+            s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        }
+        LineChart {
+            title: format!("WAF against over-provisioning: {} at {}", self.preset, ByteSize(self.capacity)),
+            x_label: "over-provisioning of the data blocks (%)".into(),
+            y_label: "write amplification (NAND / host bytes)".into(),
+            series,
+            y_from_zero: true,
+            ..Default::default()
+        }
+    }
 }

@@ -13,8 +13,9 @@ use crate::device::Drive;
 use crate::firmware::DSM_MAX_SECTORS;
 use crate::host::{BlockDevice, HostQueue};
 use crate::lab::plot::{LineChart, Series};
+use crate::lab::StudyError;
 use crate::units::Lba;
-use crate::workload::fio::{Distribution, Rw};
+use crate::workload::access::{Distribution, Rw};
 use crate::workload::job::{fill_spec, run_job, JobSpec, Limit};
 use crate::workload::review::{atto, hdtach_isolated, AttoPoint, HdTach, Isolation, HDTACH_REQUEST};
 
@@ -23,9 +24,12 @@ use crate::workload::review::{atto, hdtach_isolated, AttoPoint, HdTach, Isolatio
 pub const IDLE_BETWEEN_STEPS_NS: u64 = 60_000_000_000;
 
 /// Lets the drive (or array) sit idle between two steps.
-pub fn pause<D: BlockDevice>(drive: &mut D) -> Result<(), String> {
+pub fn pause<D: BlockDevice>(drive: &mut D) -> Result<(), StudyError>
+where
+    StudyError: From<D::Error>,
+{
     let from = drive.now();
-    drive.idle(from, from + IDLE_BETWEEN_STEPS_NS).map_err(|e| e.to_string())?;
+    drive.idle(from, from + IDLE_BETWEEN_STEPS_NS)?;
     Ok(())
 }
 
@@ -130,7 +134,10 @@ pub struct TortureReport {
 
 /// TRIMs every LBA the way Windows does on a format: ranges of at most
 /// 65535 sectors, 64 to a DSM command, commands one after another.
-pub fn format_trim<D: BlockDevice>(drive: &mut D) -> Result<u64, String> {
+pub fn format_trim<D: BlockDevice>(drive: &mut D) -> Result<u64, StudyError>
+where
+    StudyError: From<D::Error>,
+{
     let sectors = drive.capacity_bytes() / crate::units::SECTOR_BYTES;
     let ranges: Vec<(Lba, u64)> = (0..sectors.div_ceil(DSM_MAX_SECTORS))
         .map(|i| {
@@ -141,7 +148,7 @@ pub fn format_trim<D: BlockDevice>(drive: &mut D) -> Result<u64, String> {
     let mut queue = HostQueue::new(1, drive.now());
     let mut unmapped = 0;
     for command in ranges.chunks(crate::host::DSM_ENTRIES_PER_COMMAND) {
-        unmapped += drive.trim_on(command, &mut queue).map_err(|e| e.to_string())?;
+        unmapped += drive.trim_on(command, &mut queue)?;
     }
     Ok(unmapped)
 }
@@ -152,28 +159,29 @@ pub fn torture(
     config: &DriveConfig,
     spec: &TortureSpec,
     progress: &mut dyn FnMut(&str, f64),
-) -> Result<TortureReport, String> {
-    let mut drive = Drive::new(config.clone()).map_err(|e| e.to_string())?;
+) -> Result<TortureReport, StudyError> {
+    let mut drive = Drive::new(config.clone())?;
     let data = spec.data.spec();
     let capacity = config.logical_bytes;
     // Every phase writes content of its own: no phase's data deduplicates
     // against another's.
     // Pass `k` (0 clean .. 3 after the second TRIM) runs at `0.6 + 0.1 k`
     // of the whole protocol (clean at 0) with its own data seed.
-    let pass = |drive: &mut Drive, name: &str, k: u64, progress: &mut dyn FnMut(&str, f64)| -> Result<State, String> {
-        let at = if k == 0 { 0.0 } else { 0.5 + 0.1 * k as f64 };
-        let seed = unit_seed(spec.seed, 20 + k);
-        let isolation = Isolation::for_drive(drive);
-        let h = hdtach_isolated(drive, spec.zones, data, seed, isolation, &mut |f| progress(name, at + f * 0.1))?;
-        let atto = spec.atto_span.map(|span| atto(drive, span, seed, &mut |_| {})).transpose()?;
-        Ok(State {
-            read_mbps: h.read.avg_mbps,
-            write_mbps: h.write.avg_mbps,
-            mapped_units: drive.stats().mapped_units,
-            hdtach: h,
-            atto,
-        })
-    };
+    let pass =
+        |drive: &mut Drive, name: &str, k: u64, progress: &mut dyn FnMut(&str, f64)| -> Result<State, StudyError> {
+            let at = if k == 0 { 0.0 } else { 0.5 + 0.1 * k as f64 };
+            let seed = unit_seed(spec.seed, 20 + k);
+            let isolation = Isolation::for_drive(drive);
+            let h = hdtach_isolated(drive, spec.zones, data, seed, isolation, &mut |f| progress(name, at + f * 0.1))?;
+            let atto = spec.atto_span.map(|span| atto(drive, span, seed, &mut |_| {})).transpose()?;
+            Ok(State {
+                read_mbps: h.read.avg_mbps,
+                write_mbps: h.write.avg_mbps,
+                mapped_units: drive.stats().mapped_units,
+                hdtach: h,
+                atto,
+            })
+        };
     let clean = pass(&mut drive, "hdtach clean", 0, progress)?;
     drive.secure_erase();
     let before = drive.stats();

@@ -16,10 +16,12 @@ use crate::content::pattern::{unit_seed, DataSpec, PatternGen};
 use crate::content::Content;
 use crate::device::{Drive, Stats};
 use crate::error::DriveError;
+use crate::host::HostQueue;
 use crate::lab::analytic;
+use crate::lab::StudyError;
 use crate::units::{Lba, Lpn, SECTOR_BYTES};
 use crate::workload::access::{Access, SlotStream};
-use crate::workload::job::BATCH_BYTES;
+use crate::workload::batch::WriteBatch;
 
 /// Requests gathered into one `write_batch`, so the pipeline has units to
 /// spread over threads.
@@ -51,26 +53,35 @@ pub struct WaSpec {
 
 impl WaSpec {
     /// Checks the spec against the drive it will run on, naming the bad flag.
-    pub fn validate(&self, cfg: &DriveConfig) -> Result<(), String> {
+    pub fn validate(&self, cfg: &DriveConfig) -> Result<(), StudyError> {
         let unit = u64::from(cfg.unit_bytes);
         if self.request_bytes == 0 || !self.request_bytes.is_multiple_of(unit) {
-            return Err(format!("--bs {} is not a positive multiple of the {unit}-byte unit", self.request_bytes));
+            return Err(StudyError::BadSpec(format!(
+                "--bs {} is not a positive multiple of the {unit}-byte unit",
+                self.request_bytes
+            )));
         }
         if self.request_bytes > cfg.logical_bytes {
-            return Err(format!("--bs {} is larger than the drive", self.request_bytes));
+            return Err(StudyError::BadSpec(format!("--bs {} is larger than the drive", self.request_bytes)));
         }
         if !(self.precondition.is_finite() && self.precondition >= 0.0) {
-            return Err(format!("--precondition {} must be a non-negative number of drive-writes", self.precondition));
+            return Err(StudyError::BadSpec(format!(
+                "--precondition {} must be a non-negative number of drive-writes",
+                self.precondition
+            )));
         }
         if !(self.measure.is_finite() && self.measure > 0.0) {
-            return Err(format!("--measure {} must be a positive number of drive-writes", self.measure));
+            return Err(StudyError::BadSpec(format!(
+                "--measure {} must be a positive number of drive-writes",
+                self.measure
+            )));
         }
         if !(self.span > 0.0 && self.span <= 1.0) || (cfg.logical_bytes as f64 * self.span) < self.request_bytes as f64
         {
-            return Err(format!("span {} must be in (0, 1] and hold one request", self.span));
+            return Err(StudyError::BadSpec(format!("span {} must be in (0, 1] and hold one request", self.span)));
         }
         if self.trim_pct > 100 {
-            return Err(format!("--trim-pct {} is over 100", self.trim_pct));
+            return Err(StudyError::BadSpec(format!("--trim-pct {} is over 100", self.trim_pct)));
         }
         Ok(())
     }
@@ -161,8 +172,8 @@ pub fn run(
     spec: &WaSpec,
     seed: u64,
     progress: &mut dyn FnMut(&str, f64),
-) -> Result<WaReport, String> {
-    let mut gen = PatternGen::new(spec.data, unit_seed(seed, 1)).map_err(|e| e.to_string())?;
+) -> Result<WaReport, StudyError> {
+    let mut gen = PatternGen::new(spec.data, unit_seed(seed, 1))?;
     run_with(drive, spec, &mut gen, seed, progress)
 }
 
@@ -173,14 +184,13 @@ pub fn run_with(
     gen: &mut dyn Content,
     seed: u64,
     progress: &mut dyn FnMut(&str, f64),
-) -> Result<WaReport, String> {
+) -> Result<WaReport, StudyError> {
     let cfg = drive.config().clone();
     spec.validate(&cfg)?;
     let span = (cfg.logical_bytes as f64 * spec.span) as u64;
     let slots = (span / spec.request_bytes).max(1);
     let mut access = SlotStream::new(spec.access, slots, unit_seed(seed, 2))?;
     let mut writer = Writer::new(drive.needs_content(), spec.request_bytes);
-    let fail = |e: DriveError| e.to_string();
 
     // Sequential fill.
     let mut filled = 0;
@@ -189,15 +199,14 @@ pub fn run_with(
         for s in filled..filled + n {
             writer.add(s);
         }
-        writer.flush(drive, gen).map_err(fail)?;
+        writer.flush(drive, gen)?;
         filled += n;
         progress("fill", filled as f64 / slots as f64);
     }
 
     let per_drive_write = slots as f64;
     let pre = (spec.precondition * per_drive_write).round() as u64;
-    random_phase(drive, spec, &mut access, gen, &mut writer, pre, &mut |f| progress("precondition", f), None)
-        .map_err(fail)?;
+    random_phase(drive, spec, &mut access, gen, &mut writer, pre, &mut |f| progress("precondition", f), None)?;
 
     let before = drive.stats();
     let measured = (spec.measure * per_drive_write).round().max(1.0) as u64;
@@ -212,8 +221,7 @@ pub fn run_with(
         measured,
         &mut |f| progress("measure", f),
         Some(&mut sampler),
-    )
-    .map_err(fail)?;
+    )?;
     let (wall_secs, cpu_secs) = (wall.elapsed().as_secs_f64(), cpu.elapsed().as_secs_f64());
     let after = drive.stats();
     let host_writes = after.host_write_units - before.host_write_units;
@@ -329,58 +337,33 @@ fn trim_random_mapped(drive: &mut Drive, access: &mut SlotStream, units: u64) ->
     Ok(())
 }
 
-/// Gathers requests and their generated content into one batch.
+/// The study's requests, by slot, gathered into one [`WriteBatch`].
 struct Writer {
-    content: bool,
+    batch: WriteBatch,
     /// Requests per batch: 1 to BATCH_REQUESTS, within BATCH_BYTES.
     max: usize,
-    request_bytes: u64,
-    slots: Vec<u64>,
-    /// Start LBAs of the batch's requests.
-    lbas: Vec<Lba>,
-    buf: Vec<u8>,
+    /// Sectors per request: slot `s` starts at LBA `s * sectors`.
+    sectors: u64,
 }
 
 impl Writer {
     fn new(content: bool, request_bytes: u64) -> Self {
-        let max = (BATCH_BYTES / request_bytes as usize).clamp(1, BATCH_REQUESTS);
-        let cap = if content { max * request_bytes as usize } else { request_bytes as usize };
-        Writer { content, max, request_bytes, slots: Vec::new(), lbas: Vec::new(), buf: vec![0; cap] }
+        let batch = WriteBatch::new(content, request_bytes, BATCH_REQUESTS);
+        Writer { max: batch.capacity(), batch, sectors: request_bytes / SECTOR_BYTES }
     }
 
     fn len(&self) -> usize {
-        self.slots.len()
+        self.batch.len()
     }
 
     fn add(&mut self, slot: u64) {
-        self.slots.push(slot);
+        self.batch.add(Lba(slot * self.sectors));
     }
 
-    /// Generates the batch's payloads (all at once, so a generator can
-    /// spread them over threads) and writes it.
+    /// Writes the batch as [`Drive::write_batch`] does: through a queue of
+    /// depth 1 from the drive's clock.
     fn flush(&mut self, drive: &mut Drive, gen: &mut dyn Content) -> Result<(), DriveError> {
-        if self.slots.is_empty() {
-            return Ok(());
-        }
-        let r = self.request_bytes as usize;
-        let sectors = self.request_bytes / SECTOR_BYTES;
-        if self.content {
-            self.lbas.clear();
-            self.lbas.extend(self.slots.iter().map(|&s| Lba(s * sectors)));
-            gen.fill_batch(&self.lbas, &mut self.buf[..self.slots.len() * r]);
-        }
-        let requests: Vec<(Lba, &[u8])> = self
-            .slots
-            .iter()
-            .enumerate()
-            .map(|(i, &s)| {
-                // Content-free drives ignore bytes: every request shares one buffer.
-                let at = if self.content { i * r } else { 0 };
-                (Lba(s * sectors), &self.buf[at..at + r])
-            })
-            .collect();
-        let result = drive.write_batch(&requests);
-        self.slots.clear();
-        result
+        let mut queue = HostQueue::new(1, drive.now());
+        self.batch.flush(drive, &mut queue, gen)
     }
 }

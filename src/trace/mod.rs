@@ -26,6 +26,7 @@ pub mod fiu;
 pub mod msr;
 pub mod replay;
 pub mod spc;
+pub mod target;
 
 /// Longest line accepted; longer ones are malformed (no real trace comes
 /// near it, and binary garbage without newlines must not be buffered whole).

@@ -1,4 +1,4 @@
-//! Replays trace records on a drive in simulated time.
+//! Replays trace records on a drive, or an array of them, in simulated time.
 //!
 //! Owns the mapping of records to host commands: byte ranges round out to
 //! whole sectors, zero-length records are ignored, requests beyond the
@@ -20,14 +20,13 @@ use std::collections::HashSet;
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::config::Media;
 use crate::content::pattern::{unit_seed, DataSpec, PatternGen};
-use crate::device::{Drive, Stats};
-use crate::error::DriveError;
-use crate::host::{CommandKind, HostQueue, LatencyHistogram, QueueSummary};
+use crate::device::Stats;
+use crate::host::{BlockDevice, CommandKind, HostQueue, LatencyHistogram, QueueSummary};
+use crate::trace::target::{combined, ReplayTarget};
 use crate::trace::{ContentHash, Op, TraceError, TraceRecord};
 use crate::units::{Lba, SimTime, SECTOR_BYTES};
-use crate::workload::job::BATCH_BYTES;
+use crate::workload::batch::BATCH_BYTES;
 
 /// Writes gathered into one pipeline batch at most (as-fast-as-possible).
 const WRITE_BATCH: usize = 64;
@@ -72,15 +71,16 @@ pub struct ReplaySpec {
     pub seed: u64,
 }
 
-/// Why a replay stopped.
+/// Why a replay stopped. `E` is the device's error: [`crate::DriveError`]
+/// for a drive, [`crate::host::raid::RaidError`] for an array.
 #[derive(Debug, Error)]
-pub enum ReplayError {
+pub enum ReplayError<E: std::error::Error + 'static = crate::error::DriveError> {
     /// The trace could not be read or a line is malformed (without `skip_bad`).
     #[error(transparent)]
     Trace(#[from] TraceError),
     /// The drive refused a command of lines `first..=last`.
     #[error("{}: {source}", line_span(*first, *last))]
-    Drive { first: u64, last: u64, source: DriveError },
+    Drive { first: u64, last: u64, source: E },
     /// The spec is unusable.
     #[error("{0}")]
     Spec(String),
@@ -193,8 +193,11 @@ pub struct ReplayReport {
     pub trace_dedup: Option<TraceDedup>,
     /// Cumulative host and NAND bytes as the replay went on.
     pub waf_curve: Vec<WafPoint>,
-    /// The drive's counters at the end.
+    /// The drive's counters at the end (an array's: its members' summed).
     pub stats: Stats,
+    /// Each array member's counters at the end (empty for one drive).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<Stats>,
 }
 
 /// Samples the drive's NAND writes every `step` host bytes, keeping at most
@@ -210,15 +213,12 @@ impl WafCurve {
         WafCurve { step: WAF_FIRST_STEP, next: WAF_FIRST_STEP, points: Vec::new() }
     }
 
-    fn observe(&mut self, drive: &Drive, host_bytes: u64, force: bool) {
+    fn observe<D: ReplayTarget>(&mut self, drive: &D, host_bytes: u64, force: bool) {
         if host_bytes < self.next && !force {
             return;
         }
-        let point = WafPoint {
-            host_bytes: drive.host_write_bytes(),
-            nand_bytes: drive.nand_bytes_programmed(),
-            sim_ns: drive.now().0,
-        };
+        let (host, nand) = drive.bytes_written();
+        let point = WafPoint { host_bytes: host, nand_bytes: nand, sim_ns: drive.now().0 };
         if force && self.points.last().is_some_and(|p| point.host_bytes - p.host_bytes < self.step / 2) {
             // A closing sample right after the last one would make a noisy interval.
             self.points.pop();
@@ -290,7 +290,7 @@ struct Content {
 }
 
 impl Content {
-    fn new(drive: &Drive, spec: &ReplaySpec) -> Result<Self, ReplayError> {
+    fn new<E: std::error::Error>(drive: &impl BlockDevice, spec: &ReplaySpec) -> Result<Self, ReplayError<E>> {
         let fresh =
             PatternGen::new(spec.data, unit_seed(spec.seed, 1)).map_err(|e| ReplayError::Spec(e.to_string()))?;
         let mut seed_key = [0u8; 16];
@@ -331,7 +331,12 @@ impl Pending {
         self.reqs.len() >= WRITE_BATCH || (content && self.buf.len() >= BATCH_BYTES)
     }
 
-    fn flush(&mut self, drive: &mut Drive, queue: &mut HostQueue, content: bool) -> Result<(), ReplayError> {
+    fn flush<D: BlockDevice>(
+        &mut self,
+        drive: &mut D,
+        queue: &mut HostQueue,
+        content: bool,
+    ) -> Result<(), ReplayError<D::Error>> {
         let (Some(first), Some(last)) = (self.reqs.first(), self.reqs.last()) else { return Ok(()) };
         let (first, last) = (first.3, last.3);
         let requests: Vec<(Lba, &[u8])> =
@@ -346,20 +351,23 @@ impl Pending {
     }
 }
 
-/// Replays `records` on `drive` from its current time. `progress` gets the
-/// number of records read, now and then.
-pub fn replay(
-    drive: &mut Drive,
+/// Replays `records` on `drive` (a drive or an array) from its current
+/// time. `progress` gets the number of records read, now and then.
+pub fn replay<D: ReplayTarget>(
+    drive: &mut D,
     records: impl IntoIterator<Item = Result<TraceRecord, TraceError>>,
     spec: &ReplaySpec,
     progress: &mut dyn FnMut(u64),
-) -> Result<ReplayReport, ReplayError> {
+) -> Result<ReplayReport, ReplayError<D::Error>>
+where
+    D::Error: 'static,
+{
     if spec.qd == 0 {
         return Err(ReplayError::Spec("queue depth must be at least 1".into()));
     }
-    let capacity = drive.capacity_sectors();
-    let unit_sectors = u64::from(drive.config().unit_bytes) / SECTOR_BYTES;
-    let widen = drive.config().media == Media::MetadataOnly;
+    let capacity = drive.capacity_bytes() / SECTOR_BYTES;
+    let unit_sectors = (drive.unit_bytes() / SECTOR_BYTES).max(1);
+    let widen = drive.metadata_only();
     let mut content = Content::new(drive, spec)?;
     let mut queue = HostQueue::new(spec.qd, drive.now());
     let start = queue.started_at();
@@ -415,11 +423,11 @@ pub fn replay(
             arrival = arrival.max(start + t.saturating_sub(first_time).min(MAX_TRACE_SPAN_NS));
             let idle_from = queue.finished_at();
             if arrival > idle_from {
-                idle_gc_blocks += u64::from(drive.idle(idle_from, arrival).map_err(|source| ReplayError::Drive {
+                idle_gc_blocks += drive.idle_cleaning(idle_from, arrival).map_err(|source| ReplayError::Drive {
                     first: rec.line,
                     last: rec.line,
                     source,
-                })?);
+                })?;
             }
             queue.advance_to(arrival);
         }
@@ -474,6 +482,7 @@ pub fn replay(
     for h in &hist {
         all.merge(h);
     }
+    let drive_stats = drive.drive_stats();
     let trace_dedup = (hashed_blocks > 0).then(|| TraceDedup {
         written_blocks: hashed_blocks,
         distinct_hashes: hashes.len() as u64,
@@ -493,7 +502,8 @@ pub fn replay(
         },
         trace_dedup,
         waf_curve: curve.points,
-        stats: drive.stats(),
+        stats: combined(&drive_stats),
+        members: if drive_stats.len() > 1 { drive_stats } else { Vec::new() },
     })
 }
 

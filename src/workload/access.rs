@@ -1,4 +1,8 @@
-//! Access patterns: which request slot a workload touches next.
+//! Access patterns, the workload layer's shared vocabulary: what commands
+//! a job issues ([`Rw`]), where its random ones land ([`Distribution`],
+//! [`Access`]), and which request slot a workload touches next
+//! ([`SlotStream`]). fio job files, the review passes and the studies all
+//! speak these; the fio parser maps its spellings onto them.
 //!
 //! A *slot* is a request-sized, request-aligned piece of the drive; a
 //! pattern picks slot numbers from `0..slots`, deterministically from its
@@ -8,8 +12,10 @@ use std::str::FromStr;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rand_distr::{Distribution, Zipf};
+use rand_distr::{Distribution as _, Zipf};
 use serde::Serialize;
+
+use crate::workload::WorkloadError;
 
 /// Where a workload's requests land.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -47,6 +53,72 @@ impl FromStr for Access {
     }
 }
 
+/// The I/O pattern of a job (fio `rw=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Rw {
+    /// `read`: sequential reads.
+    Read,
+    /// `write`: sequential writes.
+    Write,
+    /// `randread`: random reads.
+    RandRead,
+    /// `randwrite`: random writes.
+    RandWrite,
+    /// `randrw`: random mixed reads and writes, split by `rwmixread`.
+    RandRw,
+    /// `rw` / `readwrite`: sequential mixed reads and writes.
+    SeqRw,
+    /// `trim`: sequential trims.
+    Trim,
+    /// `randtrim`: random trims.
+    RandTrim,
+    /// `trimwrite`: sequential trim then write of the same blocks.
+    TrimWrite,
+}
+
+impl Rw {
+    /// Whether offsets are chosen at random (else sequentially).
+    pub fn is_random(self) -> bool {
+        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw | Rw::RandTrim)
+    }
+
+    /// Whether the pattern issues reads.
+    pub fn does_read(self) -> bool {
+        matches!(self, Rw::Read | Rw::RandRead | Rw::RandRw | Rw::SeqRw)
+    }
+
+    /// Whether the pattern issues writes.
+    pub fn does_write(self) -> bool {
+        matches!(self, Rw::Write | Rw::RandWrite | Rw::RandRw | Rw::SeqRw | Rw::TrimWrite)
+    }
+
+    /// Whether the pattern issues trims.
+    pub fn does_trim(self) -> bool {
+        matches!(self, Rw::Trim | Rw::RandTrim | Rw::TrimWrite)
+    }
+}
+
+/// How random offsets are drawn (fio `random_distribution=`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Distribution {
+    /// Uniform.
+    Random,
+    /// Zipf with this theta (finite, > 0, != 1).
+    Zipf(f64),
+    /// Pareto with this power h, in (0, 1).
+    Pareto(f64),
+}
+
+impl From<Distribution> for Access {
+    fn from(d: Distribution) -> Self {
+        match d {
+            Distribution::Random => Access::Uniform,
+            Distribution::Zipf(theta) => Access::Zipf(theta),
+            Distribution::Pareto(h) => Access::Pareto(h),
+        }
+    }
+}
+
 /// A seeded stream of slot numbers.
 #[derive(Clone, Debug)]
 pub struct SlotStream {
@@ -74,17 +146,18 @@ fn scatter(rank: u64, slots: u64) -> u64 {
 
 impl SlotStream {
     /// A stream over `slots` slots (at least one).
-    pub fn new(access: Access, slots: u64, seed: u64) -> Result<Self, String> {
+    pub fn new(access: Access, slots: u64, seed: u64) -> Result<Self, WorkloadError> {
+        let bad = |reason: String| WorkloadError::BadSpec(reason);
         if slots == 0 {
-            return Err("the workload has no room for a single request".into());
+            return Err(bad("the workload has no room for a single request".into()));
         }
         let kind = match access {
             Access::Uniform => Kind::Uniform,
             Access::Sequential => Kind::Sequential(0),
-            Access::Zipf(theta) => Kind::Zipf(Zipf::new(slots, theta).map_err(|e| format!("zipf: {e}"))?),
+            Access::Zipf(theta) => Kind::Zipf(Zipf::new(slots, theta).map_err(|e| bad(format!("zipf: {e}")))?),
             Access::Pareto(h) => {
                 if !(h > 0.0 && h < 1.0) {
-                    return Err(format!("pareto h {h} must be in (0, 1)"));
+                    return Err(bad(format!("pareto h {h} must be in (0, 1)")));
                 }
                 Kind::Pareto(h.ln() / (1.0 - h).ln())
             }

@@ -8,15 +8,13 @@ use crate::content::pattern::{unit_seed, DataSpec, PatternGen};
 use crate::content::Content;
 use crate::host::{BlockDevice, CommandKind, HostQueue, QueueSummary};
 use crate::units::{Lba, SECTOR_BYTES};
-use crate::workload::access::{Access, SlotStream};
-use crate::workload::fio::{Distribution, Rw};
+use crate::workload::access::{Access, Distribution, Rw, SlotStream};
+use crate::workload::batch::WriteBatch;
+use crate::workload::WorkloadError;
 
 /// Writes gathered into one pipeline batch at most (timing stays per
-/// command)...
+/// command; see [`WriteBatch`] for the bytes limit).
 const WRITE_BATCH: usize = 64;
-/// ...and at most this many bytes of generated content, so a large `bs`
-/// does not multiply into a huge buffer.
-pub(crate) const BATCH_BYTES: usize = 16 << 20;
 
 /// When a job stops.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -104,27 +102,32 @@ impl JobResult {
 
 impl JobSpec {
     /// Checks the job against the drive, naming the bad setting.
-    pub fn validate(&self, capacity_bytes: u64) -> Result<(), String> {
+    pub fn validate(&self, capacity_bytes: u64) -> Result<(), WorkloadError> {
+        self.check(capacity_bytes).map_err(|e| e.in_job(&self.name))
+    }
+
+    fn check(&self, capacity_bytes: u64) -> Result<(), WorkloadError> {
+        let bad = |reason: String| Err(WorkloadError::BadSpec(reason));
         if self.bs == 0 || !self.bs.is_multiple_of(SECTOR_BYTES) {
-            return Err(format!("job '{}': bs {} is not a positive multiple of 512", self.name, self.bs));
+            return bad(format!("bs {} is not a positive multiple of 512", self.bs));
         }
         if self.iodepth == 0 {
-            return Err(format!("job '{}': iodepth must be at least 1", self.name));
+            return bad("iodepth must be at least 1".into());
         }
         if !self.offset.is_multiple_of(SECTOR_BYTES) {
-            return Err(format!("job '{}': offset {} is not sector-aligned", self.name, self.offset));
+            return bad(format!("offset {} is not sector-aligned", self.offset));
         }
         let end = self.offset.checked_add(self.length);
         if self.length < self.bs || end.is_none_or(|e| e > capacity_bytes) {
-            return Err(format!(
-                "job '{}': region {}+{} must hold one {}-byte command and end within the drive's {capacity_bytes} bytes",
-                self.name, self.offset, self.length, self.bs
+            return bad(format!(
+                "region {}+{} must hold one {}-byte command and end within the drive's {capacity_bytes} bytes",
+                self.offset, self.length, self.bs
             ));
         }
         if self.rwmixread > 100 {
-            return Err(format!("job '{}': rwmixread {} is over 100", self.name, self.rwmixread));
+            return bad(format!("rwmixread {} is over 100", self.rwmixread));
         }
-        self.data.validate().map_err(|e| format!("job '{}': {e}", self.name))
+        Ok(self.data.validate()?)
     }
 }
 
@@ -134,8 +137,11 @@ pub fn run_job<D: BlockDevice>(
     drive: &mut D,
     spec: &JobSpec,
     progress: &mut dyn FnMut(f64),
-) -> Result<JobResult, String> {
-    let mut gen = PatternGen::new(spec.data, unit_seed(spec.seed, 1)).map_err(|e| e.to_string())?;
+) -> Result<JobResult, WorkloadError>
+where
+    WorkloadError: From<D::Error>,
+{
+    let mut gen = PatternGen::new(spec.data, unit_seed(spec.seed, 1))?;
     run_job_with(drive, spec, &mut gen, progress)
 }
 
@@ -145,23 +151,21 @@ pub fn run_job_with<D: BlockDevice>(
     spec: &JobSpec,
     content: &mut dyn Content,
     progress: &mut dyn FnMut(f64),
-) -> Result<JobResult, String> {
+) -> Result<JobResult, WorkloadError>
+where
+    WorkloadError: From<D::Error>,
+{
     spec.validate(drive.capacity_bytes())?;
     let slots = spec.length / spec.bs;
-    let access = match spec.distribution {
-        Distribution::Random => Access::Uniform,
-        Distribution::Zipf(theta) => Access::Zipf(theta),
-        Distribution::Pareto(h) => Access::Pareto(h),
-    };
-    let mut random = SlotStream::new(access, slots, unit_seed(spec.seed, 2))?;
+    let mut random = SlotStream::new(Access::from(spec.distribution), slots, unit_seed(spec.seed, 2))?;
     let mut mix = SlotStream::new(Access::Uniform, 1, unit_seed(spec.seed, 3))?;
     let mut queue = HostQueue::new(spec.iodepth, drive.now());
     let start = queue.started_at();
-    let mut batch = Batch::new(drive.needs_content(), spec.bs);
+    let mut batch = WriteBatch::new(drive.needs_content(), spec.bs, WRITE_BATCH);
     let mut next_seq = 0u64;
     let (mut ops, mut bytes) = (0u64, 0u64);
     let sectors = spec.bs / SECTOR_BYTES;
-    let fail = |e: D::Error| format!("job '{}': {e}", spec.name);
+    let fail = |e: D::Error| WorkloadError::from(e).in_job(&spec.name);
     loop {
         let fraction = match spec.limit {
             Limit::Ops(n) => ops as f64 / n.max(1) as f64,
@@ -235,62 +239,6 @@ pub fn run_job_with<D: BlockDevice>(
         write: dir(CommandKind::Write),
         trim: dir(CommandKind::Trim),
     })
-}
-
-/// Pending writes and their generated content.
-struct Batch {
-    content: bool,
-    bs: usize,
-    /// Requests per batch: 1 to WRITE_BATCH, within BATCH_BYTES.
-    max: usize,
-    lbas: Vec<Lba>,
-    buf: Vec<u8>,
-}
-
-impl Batch {
-    fn new(content: bool, bs: u64) -> Self {
-        let bs = bs as usize;
-        let max = (BATCH_BYTES / bs).clamp(1, WRITE_BATCH);
-        Batch { content, bs, max, lbas: Vec::new(), buf: vec![0; if content { bs * max } else { bs }] }
-    }
-
-    fn is_full(&self) -> bool {
-        self.lbas.len() >= self.max
-    }
-
-    fn add(&mut self, lba: Lba) {
-        self.lbas.push(lba);
-    }
-
-    /// Generates the batch's payloads (all at once, so a generator can
-    /// spread them over threads) and writes it.
-    fn flush<D: BlockDevice>(
-        &mut self,
-        drive: &mut D,
-        queue: &mut HostQueue,
-        content: &mut dyn Content,
-    ) -> Result<(), D::Error> {
-        if self.lbas.is_empty() {
-            return Ok(());
-        }
-        let bs = self.bs;
-        if self.content {
-            content.fill_batch(&self.lbas, &mut self.buf[..self.lbas.len() * bs]);
-        }
-        let requests: Vec<(Lba, &[u8])> = self
-            .lbas
-            .iter()
-            .enumerate()
-            .map(|(i, &lba)| {
-                let at = if self.content { i * bs } else { 0 };
-                (lba, &self.buf[at..at + bs])
-            })
-            .collect();
-        queue.set_kind(CommandKind::Write);
-        let result = drive.write_batch_on(&requests, queue);
-        self.lbas.clear();
-        result
-    }
 }
 
 /// A job that writes the whole drive once, sequentially, at queue depth

@@ -1,7 +1,59 @@
-//! Host workloads that drive a [`crate::Drive`]: where requests go
-//! ([`access`]) and the write-amplification study ([`wa`]).
+//! Host workloads that drive a [`crate::Drive`] or an array: the shared
+//! vocabulary of access patterns ([`access`]), jobs ([`job`]), fio job
+//! files ([`fio`]) and the review passes built from jobs ([`review`]).
+
+use thiserror::Error;
+
+use crate::content::pattern::PatternError;
+use crate::error::{ConfigError, DriveError};
+use crate::host::raid::RaidError;
+use crate::image::ImageError;
 
 pub mod access;
+pub mod batch;
 pub mod fio;
 pub mod job;
 pub mod review;
+
+/// What a workload can fail with: a spec it cannot run (the CLI reports
+/// these as usage errors where the user gave the spec), or a command the
+/// drive or array refused.
+#[derive(Debug, Error)]
+pub enum WorkloadError {
+    /// A job or access pattern that cannot run, with the reason.
+    #[error("{0}")]
+    BadSpec(String),
+    /// Data settings that describe no content.
+    #[error(transparent)]
+    Pattern(#[from] PatternError),
+    /// A config that describes no drive.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A drive refused a command.
+    #[error(transparent)]
+    Drive(#[from] DriveError),
+    /// An array refused a command.
+    #[error(transparent)]
+    Raid(#[from] RaidError),
+    /// Saving or restoring a drive image failed (`what` says which).
+    #[error("{what}: {source}")]
+    Image {
+        what: String,
+        #[source]
+        source: ImageError,
+    },
+    /// What failed inside the named job.
+    #[error("job '{job}': {source}")]
+    Job {
+        job: String,
+        #[source]
+        source: Box<WorkloadError>,
+    },
+}
+
+impl WorkloadError {
+    /// `self`, as failed inside job `job`.
+    pub fn in_job(self, job: &str) -> Self {
+        WorkloadError::Job { job: job.to_string(), source: Box::new(self) }
+    }
+}

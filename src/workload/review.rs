@@ -8,8 +8,9 @@ use serde::Serialize;
 use crate::content::pattern::{unit_seed, DataSpec};
 use crate::device::Drive;
 use crate::host::BlockDevice;
-use crate::workload::fio::{Distribution, Rw};
+use crate::workload::access::{Distribution, Rw};
 use crate::workload::job::{run_job, JobSpec, Limit};
+use crate::workload::WorkloadError;
 
 /// HD Tach's request size in the model: 128 KiB sequential commands at
 /// queue depth 1.
@@ -71,7 +72,10 @@ pub fn hdtach_sweep<D: BlockDevice>(
     data: DataSpec,
     seed: u64,
     progress: &mut dyn FnMut(f64),
-) -> Result<Sweep, String> {
+) -> Result<Sweep, WorkloadError>
+where
+    WorkloadError: From<D::Error>,
+{
     sweep(drive, rw, HDTACH_REQUEST, zones, data, seed, progress)
 }
 
@@ -84,12 +88,17 @@ fn sweep<D: BlockDevice>(
     data: DataSpec,
     seed: u64,
     progress: &mut dyn FnMut(f64),
-) -> Result<Sweep, String> {
+) -> Result<Sweep, WorkloadError>
+where
+    WorkloadError: From<D::Error>,
+{
     let capacity = drive.capacity_bytes();
     let zones = u64::from(zones.max(1));
     let zone_bytes = (capacity / zones) / request * request;
     if zone_bytes == 0 {
-        return Err(format!("the drive is too small for {zones} HD Tach zones of one {request}-byte request"));
+        return Err(WorkloadError::BadSpec(format!(
+            "the drive is too small for {zones} HD Tach zones of one {request}-byte request"
+        )));
     }
     // HD Tach covers the whole span: each zone is swept entirely.
     let sample = zone_bytes;
@@ -136,7 +145,10 @@ pub fn hdtach<D: BlockDevice>(
     data: DataSpec,
     seed: u64,
     progress: &mut dyn FnMut(f64),
-) -> Result<HdTach, String> {
+) -> Result<HdTach, WorkloadError>
+where
+    WorkloadError: From<D::Error>,
+{
     hdtach_sized(drive, HDTACH_REQUEST, zones, data, seed, progress)
 }
 
@@ -149,7 +161,10 @@ pub fn hdtach_sized<D: BlockDevice>(
     data: DataSpec,
     seed: u64,
     progress: &mut dyn FnMut(f64),
-) -> Result<HdTach, String> {
+) -> Result<HdTach, WorkloadError>
+where
+    WorkloadError: From<D::Error>,
+{
     let read = sweep(drive, Rw::Read, request, zones, data, unit_seed(seed, 1), &mut |f| progress(f / 2.0))?;
     let mut copy = drive.clone();
     let write =
@@ -193,7 +208,7 @@ pub fn hdtach_isolated(
     seed: u64,
     isolation: Isolation,
     progress: &mut dyn FnMut(f64),
-) -> Result<HdTach, String> {
+) -> Result<HdTach, WorkloadError> {
     if isolation == Isolation::Clone {
         return hdtach(drive, zones, data, seed, progress);
     }
@@ -202,15 +217,19 @@ pub fn hdtach_isolated(
     static SWEEPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = SWEEPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let image = TempImage(std::env::temp_dir().join(format!("duraflash-sweep-{}-{n}.img", std::process::id())));
-    drive.save(&image.0).map_err(|e| format!("saving the drive before the write sweep: {e}"))?;
+    drive
+        .save(&image.0)
+        .map_err(|source| WorkloadError::Image { what: "saving the drive before the write sweep".into(), source })?;
     let write = sweep(drive, Rw::Write, request, zones, data, unit_seed(seed, 2), &mut |f| progress(0.5 + f / 2.0));
     // Free the swept state before loading the saved one, so the two are
     // never in memory together. A fresh drive of the same config holds
     // only its per-block records: its map and chunk tables stay unbacked
     // until written.
-    *drive = Drive::new(drive.config().clone()).map_err(|e| e.to_string())?;
-    *drive = Drive::load(&image.0)
-        .map_err(|e| format!("restoring the drive after the write sweep from {}: {e}", image.0.display()))?;
+    *drive = Drive::new(drive.config().clone())?;
+    *drive = Drive::load(&image.0).map_err(|source| WorkloadError::Image {
+        what: format!("restoring the drive after the write sweep from {}", image.0.display()),
+        source,
+    })?;
     Ok(HdTach { read, write: write? })
 }
 
@@ -240,10 +259,15 @@ pub struct AttoPoint {
 /// on a copy so the drive is unchanged. A drive that keeps no data bytes
 /// cannot merge transfers smaller than its mapping unit into written
 /// units, so those sizes are left out there.
-pub fn atto(drive: &Drive, span: u64, seed: u64, progress: &mut dyn FnMut(f64)) -> Result<Vec<AttoPoint>, String> {
+pub fn atto(
+    drive: &Drive,
+    span: u64,
+    seed: u64,
+    progress: &mut dyn FnMut(f64),
+) -> Result<Vec<AttoPoint>, WorkloadError> {
     let span = span.min(drive.config().logical_bytes);
     let smallest = if drive.config().media == crate::Media::Memory { 0 } else { u64::from(drive.config().unit_bytes) };
-    let data = DataSpec::compressible(ATTO_COMPRESS_PCT).map_err(|e| e.to_string())?;
+    let data = DataSpec::compressible(ATTO_COMPRESS_PCT)?;
     let mut copy = drive.clone();
     let mut out = Vec::new();
     for (i, &size) in ATTO_SIZES.iter().enumerate().filter(|(_, &s)| s >= smallest) {
@@ -298,7 +322,10 @@ pub fn iometer<D: BlockDevice>(
     data: DataSpec,
     seed: u64,
     progress: &mut dyn FnMut(f64),
-) -> Result<Vec<IometerPoint>, String> {
+) -> Result<Vec<IometerPoint>, WorkloadError>
+where
+    WorkloadError: From<D::Error>,
+{
     let span = span.min(drive.capacity_bytes()) / 4096 * 4096;
     let job = |rw: Rw, qd: u32| JobSpec {
         name: format!("iometer-{rw:?}-qd{qd}").to_lowercase(),

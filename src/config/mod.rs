@@ -12,6 +12,8 @@ use crate::error::ConfigError;
 use crate::firmware::Firmware;
 use crate::timing::{HostLink, TimingParams};
 
+pub mod overrides;
+
 /// Names of the built-in presets, for [`DriveConfig::preset`].
 pub const PRESETS: [&str; 3] = ["sf2281-240g", "samsung830-64g", "intel-x25m-g2-160g"];
 

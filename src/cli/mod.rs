@@ -1,0 +1,275 @@
+//! The binary's modules: argument structs, dispatch targets, printing.
+//! Everything here parses flags, calls the library and prints; what a
+//! command computes lives in the library (see the layers in README).
+//!
+//! Shared here: the drive flags ([`DriveArgs`]), the data flags
+//! ([`DataArgs`]), the output flags ([`Output`]) and [`Failure`], which
+//! `main` turns into the exit status.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use duraflash::config::overrides::{Capacity, DriveOverrides};
+use duraflash::config::{DriveConfig, GcPolicy, Media};
+use duraflash::content::pattern::DataSpec;
+use duraflash::device::resume::{self, ResumeError};
+use duraflash::workload::access::Access;
+use duraflash::{ByteSize, Drive};
+
+use output::emit;
+
+pub(crate) mod bench;
+pub(crate) mod fio;
+pub(crate) mod output;
+pub(crate) mod replay;
+pub(crate) mod reviews;
+pub(crate) mod studies;
+pub(crate) mod trim;
+
+pub(crate) enum Failure {
+    Usage(String),
+    Run(String),
+}
+
+impl Failure {
+    /// The run failed with `e` (exit status 1).
+    fn run(e: impl std::fmt::Display) -> Self {
+        Failure::Run(e.to_string())
+    }
+
+    /// The command line asked for something impossible (exit status 2).
+    fn usage(e: impl std::fmt::Display) -> Self {
+        Failure::Usage(e.to_string())
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum Toggle {
+    On,
+    Off,
+}
+
+impl Toggle {
+    fn on(self) -> bool {
+        matches!(self, Toggle::On)
+    }
+}
+
+/// Flags that build a drive; they mean the same on every command.
+#[derive(Args, Clone)]
+pub(crate) struct DriveArgs {
+    /// Built-in drive preset: sf2281-240g, samsung830-64g, intel-x25m-g2-160g.
+    #[arg(long, default_value = "sf2281-240g")]
+    pub(crate) preset: String,
+    /// Drive config file (TOML), instead of a preset.
+    #[arg(long, conflicts_with = "preset")]
+    pub(crate) config: Option<PathBuf>,
+    /// Scale the drive down to this host capacity (240GB = 240e9 bytes, 256GiB = 256 x 2^30),
+    /// or 'full' for the preset's own.
+    #[arg(long, value_parser = parse_capacity)]
+    pub(crate) capacity: Option<Capacity>,
+    /// Over-provisioning of the data blocks: (physical - logical) / logical, GC reserve excluded.
+    #[arg(long, allow_negative_numbers = true)]
+    pub(crate) op: Option<f64>,
+    /// NAND pages per erase block (the array keeps its physical size unless --op is given).
+    #[arg(long)]
+    pub(crate) pages_per_block: Option<u32>,
+    /// GC victim policy.
+    #[arg(long, value_parser = parse_gc)]
+    pub(crate) gc: Option<GcPolicy>,
+    /// Compress units (lz4).
+    #[arg(long, value_enum)]
+    pub(crate) compression: Option<Toggle>,
+    /// Store identical units once.
+    #[arg(long, value_enum)]
+    pub(crate) dedup: Option<Toggle>,
+    /// What the NAND keeps: memory (data, reads work) or metadata-only.
+    #[arg(long, value_parser = parse_media)]
+    pub(crate) media: Option<Media>,
+    /// Seed of every random stream.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// Firmware profile: sf-3.x, sf-5.0.2, sf-5.0.3, generic (default: the preset's).
+    #[arg(long)]
+    pub(crate) firmware: Option<String>,
+}
+
+impl DriveArgs {
+    /// The library's overrides these flags give.
+    pub(crate) fn overrides(&self) -> DriveOverrides {
+        DriveOverrides {
+            preset: self.preset.clone(),
+            config: self.config.clone(),
+            capacity: self.capacity,
+            op: self.op,
+            pages_per_block: self.pages_per_block,
+            gc: self.gc,
+            compression: self.compression.map(Toggle::on),
+            dedup: self.dedup.map(Toggle::on),
+            media: self.media,
+            seed: self.seed,
+            firmware: self.firmware.clone(),
+        }
+    }
+
+    /// The drive config these flags describe; `default_capacity` applies
+    /// when `--capacity` is not given.
+    pub(crate) fn build(&self, default_capacity: Option<u64>) -> Result<DriveConfig, String> {
+        self.overrides().build(default_capacity).map_err(|e| e.to_string())
+    }
+}
+
+pub(crate) fn parse_gc(s: &str) -> Result<GcPolicy, String> {
+    s.parse()
+}
+
+pub(crate) fn parse_media(s: &str) -> Result<Media, String> {
+    s.parse()
+}
+
+pub(crate) fn parse_access(s: &str) -> Result<Access, String> {
+    s.parse()
+}
+
+pub(crate) fn parse_pct(s: &str) -> Result<u8, String> {
+    match s.parse::<u8>() {
+        Ok(v) if v <= 100 => Ok(v),
+        _ => Err(format!("'{s}' is not a percentage from 0 to 100")),
+    }
+}
+
+pub(crate) fn parse_capacity(s: &str) -> Result<Capacity, String> {
+    s.parse()
+}
+
+/// What written data looks like (fio's buffer options).
+#[derive(Args, Clone)]
+pub(crate) struct DataArgs {
+    /// Data content: incompressible (random) or compressible (fio-style, see --compress-pct).
+    #[arg(long, value_enum, default_value = "incompressible")]
+    pub(crate) data: DataKind,
+    /// fio's buffer_compress_percentage: share of each 512-byte segment that is zeros.
+    #[arg(long, value_parser = parse_pct)]
+    pub(crate) compress_pct: Option<u8>,
+    /// fio's dedupe_percentage: share of units that repeat earlier content.
+    #[arg(long, value_parser = parse_pct, default_value = "0")]
+    pub(crate) dedupe_pct: u8,
+}
+
+impl DataArgs {
+    /// The data spec and the compress percentage it uses.
+    pub(crate) fn spec(&self) -> Result<(DataSpec, u8), Failure> {
+        let pct = match (self.data, self.compress_pct) {
+            (DataKind::Incompressible, Some(p)) if p > 0 => {
+                return Err(Failure::Usage("--compress-pct needs --data compressible".into()))
+            }
+            (DataKind::Incompressible, _) => 0,
+            (DataKind::Compressible, p) => p.unwrap_or(DEFAULT_COMPRESS_PCT),
+        };
+        let spec = DataSpec::compressible(pct)
+            .and_then(|d| d.with_dedupe(self.dedupe_pct))
+            .map_err(|e| Failure::Usage(e.to_string()))?;
+        Ok((spec, pct))
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+#[value(rename_all = "kebab-case")]
+pub(crate) enum DataKind {
+    Incompressible,
+    Compressible,
+}
+
+/// Default --compress-pct for `--data compressible`.
+pub(crate) const DEFAULT_COMPRESS_PCT: u8 = 50;
+
+/// Where the JSON result goes.
+#[derive(Args)]
+pub(crate) struct Output {
+    /// Write the full result as JSON to PATH, or to stdout with '-' (the summary then goes to stderr).
+    #[arg(long)]
+    pub(crate) json: Option<PathBuf>,
+    /// No progress bars.
+    #[arg(long)]
+    pub(crate) quiet: bool,
+    /// Worker threads for the compression/hash pipeline (default: one per core).
+    #[arg(long)]
+    pub(crate) threads: Option<usize>,
+    /// Print the drive's SMART attributes (smartctl -A style) and add `smart` to the JSON.
+    #[arg(long)]
+    pub(crate) smart: bool,
+}
+
+/// What `--image` failed with, as the exit status says: a config that is
+/// not the image's is a usage error, an unreadable image a failed run.
+pub(crate) fn image_failure(e: ResumeError) -> Failure {
+    match e {
+        ResumeError::Config(_) => Failure::Usage(e.to_string()),
+        ResumeError::Mismatch { .. } => Failure::Usage(format!("--image {e}")),
+        ResumeError::Load { .. } | ResumeError::Save { .. } => Failure::Run(format!("--image {e}")),
+    }
+}
+
+/// The drive the flags describe, or the one saved in `image` when that
+/// file exists (see [`resume::open_or_create`]).
+pub(crate) fn open_drive(cfg: DriveConfig, image: Option<&std::path::Path>) -> Result<Drive, Failure> {
+    resume::open_or_create(cfg, image).map_err(image_failure)
+}
+
+/// Saves the drive to `image`, if given.
+pub(crate) fn save_image(drive: &Drive, image: Option<&std::path::Path>) -> Result<(), Failure> {
+    resume::save(drive, image).map_err(image_failure)
+}
+
+pub(crate) fn setup_threads(out: &Output) -> Result<(), Failure> {
+    if let Some(n) = out.threads {
+        if n == 0 {
+            return Err(Failure::Usage("--threads: must be at least 1".into()));
+        }
+        rayon::ThreadPoolBuilder::new().num_threads(n).build_global().map_err(|e| Failure::Run(e.to_string()))?;
+    }
+    Ok(())
+}
+
+pub(crate) fn image_info(path: &std::path::Path, out: &Output) -> Result<(), Failure> {
+    let info = duraflash::device::inspect(path).map_err(|e| Failure::Run(format!("{}: {e}", path.display())))?;
+    let (c, s) = (&info.config, &info.summary.stats);
+    let mut summary = format!(
+        "{}: duraflash image version {} ({} bytes, written by duraflash {})\n",
+        path.display(),
+        info.version,
+        info.file_bytes,
+        info.summary.written_by
+    );
+    summary += &format!(
+        "drive: {} ({}), firmware {}, media {:?}, compression {}, dedup {}, {} blocks of {} x {} B pages\n",
+        c.name,
+        ByteSize(c.logical_bytes),
+        c.firmware.name,
+        c.media,
+        c.compression,
+        c.dedup,
+        c.geometry.total_blocks(),
+        c.geometry.pages_per_block,
+        c.geometry.page_bytes
+    );
+    summary += &format!("clock: {:.6} s simulated\n", info.summary.now_ns as f64 / 1e9);
+    summary += &format!(
+        "counters: host writes {}, NAND writes {}, WAF {:.3}, mapped units {}, live chunks {}, free blocks {}, erases {}, P/E max {}\n",
+        ByteSize(s.host_write_bytes),
+        ByteSize(s.nand_bytes_programmed),
+        s.waf,
+        s.mapped_units,
+        s.live_chunks,
+        s.free_blocks,
+        s.erases,
+        s.pe_max
+    );
+    summary += "sections:";
+    for (tag, len) in &info.sections {
+        summary += &format!(" {tag}={len}");
+    }
+    summary += "\n";
+    emit(out, &summary, &info, &[])
+}

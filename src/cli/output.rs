@@ -1,0 +1,162 @@
+//! Printing and progress: the JSON result's provenance, `--json` and
+//! `--smart` output, progress bars on stderr, plots named by `--plot`.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+use duraflash::config::DriveConfig;
+use duraflash::host::smart::Smart;
+use duraflash::lab::plot::{self, LineChart};
+use duraflash::Drive;
+
+use super::{open_drive, DriveArgs, Failure, Output};
+
+/// Every JSON result starts with how it was made.
+#[derive(Serialize)]
+pub(crate) struct Provenance<'a> {
+    command: Vec<String>,
+    version: &'static str,
+    seed: u64,
+    config: &'a DriveConfig,
+}
+
+impl<'a> Provenance<'a> {
+    pub(crate) fn new(config: &'a DriveConfig) -> Self {
+        Provenance {
+            command: std::env::args().collect(),
+            version: env!("CARGO_PKG_VERSION"),
+            seed: config.seed,
+            config,
+        }
+    }
+}
+
+pub(crate) fn progress_bar(quiet: bool) -> Option<ProgressBar> {
+    if quiet || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = ProgressBar::new(1000);
+    bar.set_style(
+        ProgressStyle::with_template("{prefix:>12} [{bar:30}] {percent:>3}% {elapsed_precise} eta {eta}")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    Some(bar)
+}
+
+/// Runs `f` with a progress callback that names the current phase and the
+/// fraction done, drawn as one bar (none when `quiet` or not a terminal),
+/// with the time elapsed and an estimate of the time left.
+pub(crate) fn with_phases<T: Send>(quiet: bool, f: impl FnOnce(&mut dyn FnMut(&str, f64)) -> T + Send) -> T {
+    let bar = progress_bar(quiet);
+    let mut tick = |phase: &str, x: f64| {
+        if let Some(b) = &bar {
+            if b.prefix() != phase {
+                b.set_prefix(phase.to_string());
+            }
+            b.set_position((x.clamp(0.0, 1.0) * 1000.0) as u64);
+        }
+    };
+    // On a pool thread, the run's parallel steps (content generation,
+    // encoding) hand work to the other threads without waking this one.
+    let result = rayon::scope(|_| f(&mut tick));
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    result
+}
+
+/// Runs `f` with a progress callback drawn as a bar named `phase`.
+pub(crate) fn with_progress<T: Send>(out: &Output, phase: &str, f: impl FnOnce(&mut dyn FnMut(f64)) -> T + Send) -> T {
+    with_phases(out.quiet, |tick| f(&mut |x| tick(phase, x)))
+}
+
+pub(crate) fn write_plot(path: &Option<std::path::PathBuf>, chart: &LineChart) -> Result<(), Failure> {
+    match path {
+        Some(p) => plot::line_chart(p, chart).map_err(|e| Failure::Run(format!("--plot {}: {e}", p.display()))),
+        None => Ok(()),
+    }
+}
+
+/// Prints `summary` and writes `value` as JSON where `--json` says. With
+/// `--smart`, each labelled SMART table (one per drive) follows the
+/// summary, and the JSON gets `smart`: the table, or an object of tables
+/// by label when there are several.
+pub(crate) fn emit(
+    out: &Output,
+    summary: &str,
+    value: &impl Serialize,
+    smart: &[(&str, Smart)],
+) -> Result<(), Failure> {
+    let mut summary = summary.to_string();
+    let json = if out.smart {
+        let mut value = serde_json::to_value(value).map_err(|e| Failure::Run(e.to_string()))?;
+        if smart.is_empty() {
+            return Err(Failure::Usage("--smart: this command has no drive to report on".into()));
+        }
+        let json = match smart {
+            [(_, one)] => serde_json::to_value(one),
+            many => serde_json::to_value(
+                many.iter().map(|(l, s)| (l.to_string(), s)).collect::<std::collections::BTreeMap<_, _>>(),
+            ),
+        }
+        .map_err(|e| Failure::Run(e.to_string()))?;
+        if let Some(map) = value.as_object_mut() {
+            map.insert("smart".into(), json);
+        }
+        for (label, table) in smart {
+            let label = if label.is_empty() { String::new() } else { format!(" ({label})") };
+            summary += &format!("SMART attributes{label}, {:?} table:\n{}", table.vendor, table.table());
+        }
+        serde_json::to_string_pretty(&value)
+    } else {
+        serde_json::to_string_pretty(value)
+    }
+    .map_err(|e| Failure::Run(e.to_string()))?;
+    let summary = summary.as_str();
+    match out.json.as_deref() {
+        Some(p) if is_stdout(p) => {
+            eprint!("{summary}");
+            println!("{json}");
+        }
+        Some(p) => {
+            std::fs::write(p, json + "\n").map_err(|e| Failure::Run(format!("--json {}: {e}", p.display())))?;
+            print!("{summary}");
+        }
+        None => print!("{summary}"),
+    }
+    std::io::stdout().flush().map_err(|e| Failure::Run(e.to_string()))
+}
+
+/// Whether `path` names standard output.
+pub(crate) fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+pub(crate) fn size_label(bytes: u64) -> String {
+    if bytes >= 1 << 20 {
+        format!("{}M", bytes >> 20)
+    } else if bytes >= 1 << 10 {
+        format!("{}K", bytes >> 10)
+    } else {
+        format!("{:.1}K", bytes as f64 / 1024.0)
+    }
+}
+
+pub(crate) fn on_off(b: bool) -> &'static str {
+    if b {
+        "on"
+    } else {
+        "off"
+    }
+}
+
+/// The drive the flags describe, or the one saved in `image` (see
+/// [`super::open_drive`]).
+pub(crate) fn build(drive: &DriveArgs, image: Option<&Path>) -> Result<Drive, Failure> {
+    let cfg = drive.build(None).map_err(Failure::Usage)?;
+    open_drive(cfg, image)
+}

@@ -1,0 +1,523 @@
+//! The single-drive benchmarks: `wa`, `hdtach`, `atto`, `iometer`, `run`
+//! (fio job files) and `torture`.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+
+use duraflash::config::DriveConfig;
+use duraflash::device::Stats;
+use duraflash::host::smart::Smart;
+use duraflash::lab::plot::{LineChart, Series};
+use duraflash::lab::torture::{self, Duration, TortureData, TortureReport, TortureSpec};
+use duraflash::lab::wa::{self, WaReport, WaSpec};
+use duraflash::workload::access::Access;
+use duraflash::workload::job::{fill_spec, run_job};
+use duraflash::workload::review::{self, AttoPoint, HdTach, IometerPoint};
+use duraflash::ByteSize;
+
+use super::output::{build, emit, on_off, size_label, with_phases, with_progress, write_plot, Provenance};
+use super::{open_drive, parse_access, parse_pct, save_image, setup_threads, DataArgs, DriveArgs, Failure, Output};
+
+#[derive(Args)]
+pub(crate) struct WaArgs {
+    #[command(flatten)]
+    drive: DriveArgs,
+    /// Drive image: resumed when it exists, created otherwise; saved when the run finishes.
+    #[arg(long)]
+    image: Option<PathBuf>,
+    /// Where random writes go: uniform, zipf:THETA or sequential.
+    #[arg(long, default_value = "uniform", value_parser = parse_access)]
+    workload: Access,
+    /// Request size (a multiple of the 4 KiB unit).
+    #[arg(long, default_value = "4k")]
+    bs: ByteSize,
+    #[command(flatten)]
+    data: DataArgs,
+    /// Share of requests that TRIM one random mapped unit instead of writing.
+    #[arg(long, value_parser = parse_pct, default_value = "0")]
+    trim_pct: u8,
+    /// Random-write drive-writes before measuring.
+    #[arg(long, default_value_t = 2.0, allow_negative_numbers = true)]
+    precondition: f64,
+    /// Random-write drive-writes measured.
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    measure: f64,
+    #[command(flatten)]
+    out: Output,
+}
+
+/// Capacity `wa` uses when none is given: large enough for over a thousand
+/// blocks on every preset, small enough to run in seconds.
+pub(crate) const WA_DEFAULT_CAPACITY: u64 = 2 << 30;
+
+/// The JSON result of `wa`.
+#[derive(Serialize)]
+pub(crate) struct WaOutput<'a> {
+    command: Vec<String>,
+    version: &'static str,
+    seed: u64,
+    config: &'a DriveConfig,
+    workload: &'a WaSpec,
+    compress_pct: u8,
+    dedupe_pct: u8,
+    #[serde(flatten)]
+    report: &'a WaReport,
+}
+
+pub(crate) fn run_wa(args: WaArgs) -> Result<(), Failure> {
+    setup_threads(&args.out)?;
+    let cfg = args.drive.build(Some(WA_DEFAULT_CAPACITY)).map_err(Failure::Usage)?;
+    let (data, compress_pct) = args.data.spec()?;
+    let spec = WaSpec {
+        access: args.workload,
+        request_bytes: args.bs.0,
+        data,
+        trim_pct: args.trim_pct,
+        span: 1.0,
+        precondition: args.precondition,
+        measure: args.measure,
+    };
+    spec.validate(&cfg).map_err(Failure::usage)?;
+    let mut drive = open_drive(cfg.clone(), args.image.as_deref())?;
+    let report =
+        with_phases(args.out.quiet, |progress| wa::run(&mut drive, &spec, cfg.seed, progress)).map_err(Failure::run)?;
+    save_image(&drive, args.image.as_deref())?;
+    let summary = wa_summary(&cfg, &report);
+    let output = WaOutput {
+        command: std::env::args().collect(),
+        version: env!("CARGO_PKG_VERSION"),
+        seed: cfg.seed,
+        config: &cfg,
+        workload: &spec,
+        compress_pct,
+        dedupe_pct: args.data.dedupe_pct,
+        report: &report,
+    };
+    emit(&args.out, &summary, &output, &[("", Smart::of(&drive))])
+}
+
+pub(crate) fn wa_summary(cfg: &DriveConfig, r: &WaReport) -> String {
+    let mut s = String::new();
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    s += &format!(
+        "drive      {} at {} ({} blocks of {} pages x {} B, {} dies), OP {:.1}% data / {:.1}% total\n",
+        cfg.name,
+        ByteSize(cfg.logical_bytes),
+        r.blocks,
+        r.pages_per_block,
+        cfg.geometry.page_bytes,
+        cfg.geometry.dies(),
+        r.op * 100.0,
+        r.op_total * 100.0
+    );
+    s += &format!(
+        "data       compression {} ratio {:.3}, dedup {} ratio {:.3}, GC {:?}\n",
+        on_off(cfg.compression),
+        r.compression_ratio,
+        on_off(cfg.dedup),
+        r.dedup_ratio,
+        cfg.gc.policy
+    );
+    s += &format!(
+        "measured   WAF {:.3}  (host {:.2} GiB, NAND {:.2} GiB, GC moved {:.2} GiB, {} erases)\n",
+        r.waf,
+        gib(r.host_bytes),
+        gib(r.nand_bytes),
+        gib(r.gc_relocated_bytes),
+        r.erases
+    );
+    match &r.model {
+        Some(m) => {
+            s += &format!(
+                "model      greedy {:.3}, FIFO {:.3}  (alpha {:.4}, {:.0} chunks/block, live data {:.3} of logical, \
+                 {:.3} stored bytes per host byte)\n",
+                m.greedy, m.fifo, m.alpha, m.chunks_per_block, m.reduction, m.write_cost
+            );
+            s += &format!("           measured / greedy model = {:.3}\n", r.waf / m.greedy);
+        }
+        None => s += "model      n/a (the analytic models assume uniform random writes without TRIM)\n",
+    }
+    let v = &r.speed;
+    s += &format!(
+        "speed      {:.2} M host writes per CPU-second, {:.2} M per second ({} writes measured, {:.2} CPU-s, {:.2} s)\n",
+        v.writes_per_cpu_sec / 1e6,
+        v.writes_per_sec / 1e6,
+        v.host_writes,
+        v.cpu_secs,
+        v.wall_secs
+    );
+    s
+}
+
+#[derive(Args)]
+pub(crate) struct HdtachArgs {
+    #[command(flatten)]
+    drive: DriveArgs,
+    #[command(flatten)]
+    data: DataArgs,
+    /// Zones sampled across the span.
+    #[arg(long, default_value_t = duraflash::workload::review::HDTACH_ZONES)]
+    zones: u32,
+    /// Fill the drive sequentially first (default: measure the secure-erased drive).
+    #[arg(long)]
+    fill: bool,
+    /// Write the HD Tach graph (MB/s against position) as SVG.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    #[command(flatten)]
+    out: Output,
+    /// Drive image: resumed when it exists, created otherwise; saved when the run ends.
+    #[arg(long)]
+    image: Option<PathBuf>,
+}
+
+#[derive(Serialize)]
+pub(crate) struct HdtachOutput<'a> {
+    #[serde(flatten)]
+    provenance: Provenance<'a>,
+    #[serde(flatten)]
+    result: &'a HdTach,
+    stats: Stats,
+}
+
+pub(crate) fn hdtach(args: HdtachArgs) -> Result<(), Failure> {
+    setup_threads(&args.out)?;
+    let (data, _) = args.data.spec()?;
+    if args.zones == 0 {
+        return Err(Failure::Usage("--zones: must be at least 1".into()));
+    }
+    let mut drive = build(&args.drive, args.image.as_deref())?;
+    let seed = drive.config().seed;
+    if u64::from(args.zones) * review::HDTACH_REQUEST > drive.config().logical_bytes {
+        return Err(Failure::Usage(format!(
+            "--zones {}: the drive is too small for that many zones of one {}-byte request",
+            args.zones,
+            review::HDTACH_REQUEST
+        )));
+    }
+    if args.fill {
+        let cap = drive.config().logical_bytes;
+        let spec = fill_spec(cap, review::HDTACH_REQUEST, 32, data, seed);
+        with_progress(&args.out, "fill", |p| run_job(&mut drive, &spec, p)).map_err(Failure::run)?;
+    }
+    let result = with_progress(&args.out, "hdtach", |p| review::hdtach(&mut drive, args.zones, data, seed, p))
+        .map_err(Failure::run)?;
+    let gb = |o: u64| o as f64 / 1e9;
+    let chart = LineChart {
+        title: format!("HD Tach: {} ({})", drive.config().name, if args.fill { "filled" } else { "secure-erased" }),
+        x_label: "position (GB)".into(),
+        y_label: "MB/s".into(),
+        series: vec![
+            Series { name: "read".into(), points: result.read.zones.iter().map(|z| (gb(z.offset), z.mbps)).collect() },
+            Series {
+                name: "write".into(),
+                points: result.write.zones.iter().map(|z| (gb(z.offset), z.mbps)).collect(),
+            },
+        ],
+        y_from_zero: true,
+        ..Default::default()
+    };
+    write_plot(&args.plot, &chart)?;
+    let summary = format!(
+        "HD Tach {} ({} zones): read {:.1} MB/s average, write {:.1} MB/s average\n",
+        drive.config().name,
+        result.read.zones.len(),
+        result.read.avg_mbps,
+        result.write.avg_mbps
+    );
+    let cfg = drive.config().clone();
+    save_image(&drive, args.image.as_deref())?;
+    emit(
+        &args.out,
+        &summary,
+        &HdtachOutput { provenance: Provenance::new(&cfg), result: &result, stats: drive.stats() },
+        &[("", Smart::of(&drive))],
+    )
+}
+
+#[derive(Args)]
+pub(crate) struct AttoArgs {
+    #[command(flatten)]
+    drive: DriveArgs,
+    /// Span written and read at each transfer size.
+    #[arg(long, default_value = "256MiB")]
+    span: ByteSize,
+    /// Write the ATTO chart (MB/s against transfer size) as SVG.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    #[command(flatten)]
+    out: Output,
+    /// Drive image: resumed when it exists, created otherwise; saved when the run ends.
+    #[arg(long)]
+    image: Option<PathBuf>,
+}
+
+#[derive(Serialize)]
+pub(crate) struct AttoOutput<'a> {
+    #[serde(flatten)]
+    provenance: Provenance<'a>,
+    span: u64,
+    queue_depth: u32,
+    sizes: &'a [AttoPoint],
+}
+
+pub(crate) fn atto(args: AttoArgs) -> Result<(), Failure> {
+    setup_threads(&args.out)?;
+    if args.span.0 < review::ATTO_SIZES[0] {
+        return Err(Failure::Usage(format!("--span {}: must hold at least one 512-byte transfer", args.span.0)));
+    }
+    let drive = build(&args.drive, args.image.as_deref())?;
+    let seed = drive.config().seed;
+    let points =
+        with_progress(&args.out, "atto", |p| review::atto(&drive, args.span.0, seed, p)).map_err(Failure::run)?;
+    let chart = LineChart {
+        title: format!("ATTO: {} (QD {}, {} span)", drive.config().name, review::ATTO_QD, args.span),
+        x_label: "transfer size".into(),
+        y_label: "MB/s".into(),
+        series: vec![
+            Series { name: "write".into(), points: points.iter().map(|p| (p.size as f64, p.write_mbps)).collect() },
+            Series { name: "read".into(), points: points.iter().map(|p| (p.size as f64, p.read_mbps)).collect() },
+        ],
+        y_from_zero: true,
+        x_log2: true,
+        ..Default::default()
+    };
+    write_plot(&args.plot, &chart)?;
+    let mut summary = format!(
+        "ATTO {} (QD {}):\n{:>10} {:>10} {:>10}\n",
+        drive.config().name,
+        review::ATTO_QD,
+        "size",
+        "write MB/s",
+        "read MB/s"
+    );
+    for p in &points {
+        summary += &format!("{:>10} {:>10.1} {:>10.1}\n", size_label(p.size), p.write_mbps, p.read_mbps);
+    }
+    let cfg = drive.config().clone();
+    save_image(&drive, args.image.as_deref())?;
+    emit(
+        &args.out,
+        &summary,
+        &AttoOutput {
+            provenance: Provenance::new(&cfg),
+            span: args.span.0,
+            queue_depth: review::ATTO_QD,
+            sizes: &points,
+        },
+        &[("", Smart::of(&drive))],
+    )
+}
+
+#[derive(Args)]
+pub(crate) struct IometerArgs {
+    #[command(flatten)]
+    drive: DriveArgs,
+    #[command(flatten)]
+    data: DataArgs,
+    /// Span the random commands cover; it is filled sequentially first.
+    #[arg(long, default_value = "1GiB")]
+    span: ByteSize,
+    /// Commands per queue depth and direction.
+    #[arg(long, default_value_t = 20_000)]
+    ops: u64,
+    /// Write the IOPS-against-queue-depth chart as SVG.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    #[command(flatten)]
+    out: Output,
+    /// Drive image: resumed when it exists, created otherwise; saved when the run ends.
+    #[arg(long)]
+    image: Option<PathBuf>,
+}
+
+/// Request size of the sequential fill before IOmeter.
+pub(crate) const IOMETER_FILL_REQUEST: u64 = 128 << 10;
+
+#[derive(Serialize)]
+pub(crate) struct IometerOutput<'a> {
+    #[serde(flatten)]
+    provenance: Provenance<'a>,
+    span: u64,
+    ops: u64,
+    queue_depths: &'a [IometerPoint],
+}
+
+pub(crate) fn iometer(args: IometerArgs) -> Result<(), Failure> {
+    setup_threads(&args.out)?;
+    let (data, _) = args.data.spec()?;
+    if args.ops == 0 {
+        return Err(Failure::Usage("--ops: must be at least 1".into()));
+    }
+    let mut drive = build(&args.drive, args.image.as_deref())?;
+    let seed = drive.config().seed;
+    let span = args.span.0.min(drive.config().logical_bytes);
+    if span < IOMETER_FILL_REQUEST {
+        return Err(Failure::Usage(format!("--span {}: must be at least {IOMETER_FILL_REQUEST} bytes", args.span.0)));
+    }
+    let fill = fill_spec(span, IOMETER_FILL_REQUEST, 32, data, seed);
+    with_progress(&args.out, "fill", |p| run_job(&mut drive, &fill, p)).map_err(Failure::run)?;
+    let points = with_progress(&args.out, "iometer", |p| review::iometer(&mut drive, span, args.ops, data, seed, p))
+        .map_err(Failure::run)?;
+    let chart = LineChart {
+        title: format!("IOmeter 4 KiB random: {}", drive.config().name),
+        x_label: "queue depth".into(),
+        y_label: "IOPS".into(),
+        series: vec![
+            Series { name: "read".into(), points: points.iter().map(|p| (f64::from(p.qd), p.read_iops)).collect() },
+            Series { name: "write".into(), points: points.iter().map(|p| (f64::from(p.qd), p.write_iops)).collect() },
+        ],
+        y_from_zero: true,
+        x_log2: false,
+        ..Default::default()
+    };
+    write_plot(&args.plot, &chart)?;
+    let mut summary = format!(
+        "IOmeter 4 KiB random {}:\n{:>4} {:>10} {:>10}\n",
+        drive.config().name,
+        "QD",
+        "read IOPS",
+        "write IOPS"
+    );
+    for p in &points {
+        summary += &format!("{:>4} {:>10.0} {:>10.0}\n", p.qd, p.read_iops, p.write_iops);
+    }
+    let cfg = drive.config().clone();
+    save_image(&drive, args.image.as_deref())?;
+    emit(
+        &args.out,
+        &summary,
+        &IometerOutput { provenance: Provenance::new(&cfg), span, ops: args.ops, queue_depths: &points },
+        &[("", Smart::of(&drive))],
+    )
+}
+
+#[derive(Args)]
+pub(crate) struct TortureArgs {
+    #[command(flatten)]
+    drive: DriveArgs,
+    /// Data the fill, torture and write sweeps use.
+    #[arg(long, value_enum, default_value = "compressible")]
+    data: TortureDataArg,
+    /// Simulated minutes of torture on the full-size drive (scaled with --capacity).
+    #[arg(long, default_value_t = 20.0, conflicts_with = "drive_writes", allow_negative_numbers = true)]
+    minutes: f64,
+    /// Torture for this many drive-writes instead of --minutes.
+    #[arg(long, allow_negative_numbers = true)]
+    drive_writes: Option<f64>,
+    /// Queue depth of the random writes.
+    #[arg(long, default_value_t = 32)]
+    qd: u32,
+    /// HD Tach zones per pass.
+    #[arg(long, default_value_t = duraflash::workload::review::HDTACH_ZONES)]
+    zones: u32,
+    /// Also run ATTO over this span at every state (sizes below 4 KiB need --media memory).
+    #[arg(long)]
+    atto: Option<ByteSize>,
+    /// Write the HD Tach read and write graphs (SVG) into this directory.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    #[command(flatten)]
+    out: Output,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+#[value(rename_all = "kebab-case")]
+pub(crate) enum TortureDataArg {
+    Compressible,
+    PseudoRandom,
+    Incompressible,
+}
+
+#[derive(Serialize)]
+pub(crate) struct TortureOutput<'a> {
+    #[serde(flatten)]
+    provenance: Provenance<'a>,
+    #[serde(flatten)]
+    report: &'a TortureReport,
+}
+
+pub(crate) fn torture(args: TortureArgs) -> Result<(), Failure> {
+    setup_threads(&args.out)?;
+    // The protocol reads only for timing, so it keeps no data bytes unless
+    // asked to: the write sweeps run on copies of the drive.
+    let mut flags = args.drive.clone();
+    flags.media = flags.media.or(Some(duraflash::Media::MetadataOnly));
+    // The whole drive unless --capacity scales it down (4GiB runs in
+    // about a minute).
+    let cfg = flags.build(None).map_err(Failure::Usage)?;
+    if args.qd == 0 || args.zones == 0 {
+        return Err(Failure::Usage("--qd and --zones must be at least 1".into()));
+    }
+    let duration = match args.drive_writes {
+        Some(x) if x.is_finite() && x >= 0.0 => Duration::DriveWrites(x),
+        Some(x) => return Err(Failure::Usage(format!("--drive-writes {x} must be a non-negative number"))),
+        None if args.minutes.is_finite() && args.minutes >= 0.0 => Duration::Minutes(args.minutes),
+        None => return Err(Failure::Usage(format!("--minutes {} must be a non-negative number", args.minutes))),
+    };
+    let data = match args.data {
+        TortureDataArg::Compressible => TortureData::Compressible,
+        TortureDataArg::PseudoRandom => TortureData::PseudoRandom,
+        TortureDataArg::Incompressible => TortureData::Incompressible,
+    };
+    let spec = TortureSpec {
+        data,
+        duration,
+        qd: args.qd,
+        span: 1.0,
+        zones: args.zones,
+        atto_span: args.atto.map(|s| s.0),
+        seed: cfg.seed,
+    };
+    let report =
+        with_phases(args.out.quiet, |progress| torture::torture(&cfg, &spec, progress)).map_err(Failure::run)?;
+    if let Some(dir) = &args.plot {
+        torture_plots(dir, &cfg, &report)?;
+    }
+    let states = [
+        ("clean", &report.clean),
+        ("tortured", &report.tortured),
+        ("after TRIM", &report.after_trim),
+        ("after 2nd TRIM", &report.after_second_trim),
+    ];
+    let mut summary = format!(
+        "torture {} firmware {} data {:?} at {}: {:.2} drive-writes of 4 KiB random writes at QD {} ({:.1} s simulated), WAF {:.2}\n",
+        cfg.name,
+        report.firmware,
+        report.data,
+        duraflash::ByteSize(cfg.logical_bytes),
+        report.drive_writes,
+        args.qd,
+        report.torture_secs,
+        report.waf
+    );
+    summary += &format!("{:>16} {:>10} {:>10} {:>10}\n", "state", "read MB/s", "write MB/s", "read/clean");
+    for (name, s) in states {
+        summary += &format!(
+            "{name:>16} {:>10.1} {:>10.1} {:>10.2}\n",
+            s.read_mbps,
+            s.write_mbps,
+            s.read_mbps / report.clean.read_mbps
+        );
+    }
+    if let Some(points) = report.clean.atto.as_ref() {
+        summary += "ATTO read MB/s by transfer size (clean / tortured / after TRIM):\n";
+        let (t, a) = (report.tortured.atto.as_deref().unwrap_or(&[]), report.after_trim.atto.as_deref().unwrap_or(&[]));
+        for (i, p) in points.iter().enumerate() {
+            let at = |v: &[duraflash::workload::review::AttoPoint]| v.get(i).map_or(f64::NAN, |x| x.read_mbps);
+            summary += &format!("{:>10} {:>8.1} {:>8.1} {:>8.1}\n", size_label(p.size), p.read_mbps, at(t), at(a));
+        }
+    }
+    let smart = [("", report.smart.clone())];
+    emit(&args.out, &summary, &TortureOutput { provenance: Provenance::new(&cfg), report: &report }, &smart)
+}
+
+pub(crate) fn torture_plots(dir: &Path, cfg: &DriveConfig, r: &TortureReport) -> Result<(), Failure> {
+    std::fs::create_dir_all(dir).map_err(|e| Failure::Run(format!("--plot {}: {e}", dir.display())))?;
+    for (file, chart) in torture::hdtach_charts(&cfg.name, r) {
+        write_plot(&Some(dir.join(file)), &chart)?;
+    }
+    Ok(())
+}

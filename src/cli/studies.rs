@@ -1,0 +1,413 @@
+//! The studies over many drives or runs: `corpus`, `sweep`, `bench`,
+//! `reproduce` and `soak`, and `image info`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use serde::Serialize;
+
+use duraflash::config::{DriveConfig, GcPolicy, Media};
+use duraflash::host::smart::Smart;
+use duraflash::lab::plot;
+use duraflash::lab::sweep::{self as sw, Grid, SweepRun};
+use duraflash::ByteSize;
+
+use super::output::{emit, progress_bar, with_phases, with_progress, write_plot, Provenance};
+use super::{parse_gc, parse_media, parse_pct, setup_threads, DriveArgs, Failure, Output};
+
+#[derive(Args)]
+pub(crate) struct CorpusArgs {
+    /// Corpus names (see --list) or file paths; default: every known corpus.
+    corpora: Vec<String>,
+    #[command(flatten)]
+    drive: DriveArgs,
+    /// Share of the drive each corpus is tiled over.
+    #[arg(long, default_value_t = 1.0)]
+    share: f64,
+    /// Random-overwrite passes over the share before measuring.
+    #[arg(long, default_value_t = 2.0)]
+    precondition: f64,
+    /// Random-overwrite passes measured.
+    #[arg(long, default_value_t = 1.0)]
+    measure: f64,
+    /// The corpora directory (default: $DURAFLASH_CORPORA or the source tree's corpora/).
+    #[arg(long)]
+    corpora_dir: Option<PathBuf>,
+    /// List the known corpora and exit.
+    #[arg(long)]
+    list: bool,
+    /// Write a bar chart (compression, dedup, WAF per corpus) as SVG.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    #[command(flatten)]
+    out: Output,
+}
+
+/// Default drive size of `corpus`: every corpus is written a few times
+/// over, with real bytes through the pipeline.
+pub(crate) const CORPUS_DEFAULT_CAPACITY: u64 = 256 << 20;
+
+#[derive(Serialize)]
+pub(crate) struct CorpusOutput<'a> {
+    #[serde(flatten)]
+    provenance: Provenance<'a>,
+    spec: &'a duraflash::lab::corpora::CorpusSpec,
+    corpora: &'a [duraflash::lab::corpora::CorpusReport],
+}
+
+/// `duraflash corpus`.
+pub(crate) fn corpus(args: CorpusArgs) -> Result<(), Failure> {
+    use duraflash::content::corpus::{self, Corpus};
+    use duraflash::lab::corpora::{run, CorpusSpec};
+    setup_threads(&args.out)?;
+    let dir = args.corpora_dir.clone().unwrap_or_else(corpus::default_dir);
+    if args.list {
+        for e in corpus::manifest(&dir).map_err(|e| Failure::Run(e.to_string()))? {
+            println!("{:<10} {:<10} {:>9} B  {}", e.name, e.kind, e.bytes, e.file);
+        }
+        for (name, what) in corpus::GENERATED {
+            println!("{name:<10} {:<10} {:>9} B  generated: {what}", "generated", corpus::GENERATED_BYTES);
+        }
+        return Ok(());
+    }
+    if !(args.share > 0.0 && args.share <= 1.0) {
+        return Err(Failure::Usage(format!("--share {} must be in (0, 1]", args.share)));
+    }
+    let mut cfg = args.drive.build(Some(CORPUS_DEFAULT_CAPACITY)).map_err(Failure::Usage)?;
+    if args.drive.media.is_none() {
+        cfg.media = duraflash::Media::MetadataOnly;
+    }
+    let names = if args.corpora.is_empty() {
+        Corpus::names(&dir).map_err(|e| Failure::Usage(e.to_string()))?
+    } else {
+        args.corpora.clone()
+    };
+    let corpora: Vec<Corpus> = names
+        .iter()
+        .map(|n| Corpus::load(n, &dir))
+        .collect::<Result<_, _>>()
+        .map_err(|e| Failure::Usage(e.to_string()))?;
+    let spec = CorpusSpec { share: args.share, precondition: args.precondition, measure: args.measure, seed: cfg.seed };
+    let mut reports = Vec::new();
+    for (i, c) in corpora.iter().enumerate() {
+        let phase = format!("{} ({}/{})", c.name, i + 1, corpora.len());
+        let r = with_progress(&args.out, &phase, |tick| {
+            run(&cfg, c, &spec, &mut |p, f| {
+                let at = match p {
+                    "fill" => 0.0,
+                    "precondition" => 0.1,
+                    "measure" => 0.5,
+                    _ => 0.9,
+                };
+                let width = match p {
+                    "fill" => 0.1,
+                    "precondition" => 0.4,
+                    "measure" => 0.4,
+                    _ => 0.0,
+                };
+                tick(at + width * f)
+            })
+        })
+        .map_err(|e| Failure::Run(format!("corpus {}: {e}", c.name)))?;
+        reports.push(r);
+    }
+    if let Some(p) = &args.plot {
+        let chart = plot::BarChart {
+            title: format!("Corpora on {} ({})", cfg.name, duraflash::ByteSize(cfg.logical_bytes)),
+            y_label: "ratio".into(),
+            categories: reports.iter().map(|r| r.name.clone()).collect(),
+            groups: vec![
+                ("compression (stored/raw)".into(), reports.iter().map(|r| r.compression_ratio).collect()),
+                ("dedup (new/written)".into(), reports.iter().map(|r| r.dedup_ratio).collect()),
+                ("WAF".into(), reports.iter().map(|r| r.waf).collect()),
+            ],
+            ..Default::default()
+        };
+        plot::bar_chart(p, &chart).map_err(|e| Failure::Run(format!("--plot {}: {e}", p.display())))?;
+    }
+    let mut summary = format!(
+        "drive {} at {}, media {:?}; each corpus tiled over {:.0}% of the LBAs, {} + {} random-overwrite passes\n",
+        cfg.name,
+        duraflash::ByteSize(cfg.logical_bytes),
+        cfg.media,
+        spec.share * 100.0,
+        spec.precondition,
+        spec.measure
+    );
+    summary += &format!(
+        "{:<10} {:>9} {:>6} {:>6} {:>8} {:>6} {:>6} {:>6} {:>8} {:>8} {:>9} {:>8} {:>5} {:>9}\n",
+        "corpus",
+        "bytes",
+        "lz4",
+        "comp",
+        "distinct",
+        "dedup",
+        "WAF",
+        "model",
+        "seq MB/s",
+        "4K MB/s",
+        "pipe MB/s",
+        "raw MB/s",
+        "ratio",
+        "cpu ratio"
+    );
+    for r in &reports {
+        let model = r.model_waf.map_or("-".to_string(), |m| format!("{m:.3}"));
+        summary += &format!(
+            "{:<10} {:>9} {:>6.3} {:>6.3} {:>8.3} {:>6.3} {:>6.3} {:>6} {:>8.1} {:>8.1} {:>9.0} {:>8.0} {:>5.2} {:>9.2}\n",
+            r.name,
+            r.bytes,
+            r.lz4_block_ratio,
+            r.compression_ratio,
+            r.distinct_ratio,
+            r.dedup_ratio,
+            r.waf,
+            model,
+            r.seq_write_mbps,
+            r.rand_write_mbps,
+            r.pipeline_mbps,
+            r.raw_mbps,
+            r.pipeline_ratio,
+            r.pipeline_cpu_mbps / r.raw_cpu_mbps
+        );
+    }
+    let output = CorpusOutput { provenance: Provenance::new(&cfg), spec: &spec, corpora: &reports };
+    let smart: Vec<(&str, Smart)> = reports.iter().map(|r| (r.name.as_str(), r.smart.clone())).collect();
+    emit(&args.out, &summary, &output, &smart)
+}
+
+#[derive(Args)]
+pub(crate) struct SweepArgs {
+    /// Built-in drive preset.
+    #[arg(long, default_value = "sf2281-240g")]
+    preset: String,
+    /// Host capacity of every point's drive.
+    #[arg(long, default_value = "512MiB")]
+    capacity: ByteSize,
+    /// What the NAND keeps.
+    #[arg(long, value_parser = parse_media, default_value = "metadata-only")]
+    media: Media,
+    /// Base seed; point i runs with its own seed derived from it.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Over-provisioning values (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "0.07,0.15,0.28", allow_negative_numbers = true)]
+    op: Vec<f64>,
+    /// GC policies (greedy, cost-benefit, fifo).
+    #[arg(long, value_delimiter = ',', value_parser = parse_gc, default_value = "greedy")]
+    gc: Vec<GcPolicy>,
+    /// Pages per erase block values (small blocks keep OP steps fine on a small drive).
+    #[arg(long, value_delimiter = ',', default_value = "64")]
+    pages_per_block: Vec<u32>,
+    /// fio buffer_compress_percentage values (0: incompressible).
+    #[arg(long, value_delimiter = ',', value_parser = parse_pct, default_value = "0,50")]
+    compress_pct: Vec<u8>,
+    /// fio dedupe_percentage values.
+    #[arg(long, value_delimiter = ',', value_parser = parse_pct, default_value = "0,30")]
+    dedupe_pct: Vec<u8>,
+    /// Share of requests that TRIM a random mapped unit (percent values).
+    #[arg(long, value_delimiter = ',', value_parser = parse_pct, default_value = "0")]
+    trim_pct: Vec<u8>,
+    /// Workloads: uniform, zipf:THETA, sequential.
+    #[arg(long, value_delimiter = ',', default_value = "uniform")]
+    workload: Vec<String>,
+    /// Random-write drive-writes before measuring, per point.
+    #[arg(long, default_value_t = 2.0)]
+    precondition: f64,
+    /// Measured random-write drive-writes, per point.
+    #[arg(long, default_value_t = 1.0)]
+    measure: f64,
+    /// Write the results as CSV.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Plot WAF against OP (SVG), one curve per other combination.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    /// Write one self-contained command line per point (for GNU parallel or
+    /// a Slurm array) instead of running; each writes DIR/point-N.json.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["point", "merge"])]
+    emit_jobs: Option<PathBuf>,
+    /// Where the emitted jobs write their JSON.
+    #[arg(long, value_name = "DIR", default_value = "sweep-points")]
+    points_dir: PathBuf,
+    /// Run only grid point N.
+    #[arg(long, value_name = "N", conflicts_with = "merge")]
+    point: Option<usize>,
+    /// Combine the JSON files of DIR (from --point runs) instead of running.
+    #[arg(long, value_name = "DIR")]
+    merge: Option<PathBuf>,
+    #[command(flatten)]
+    out: Output,
+}
+
+/// `duraflash sweep`.
+pub(crate) fn sweep(args: SweepArgs) -> Result<(), Failure> {
+    if args.out.smart {
+        return Err(Failure::Usage("--smart: a sweep runs many drives; use it on `wa` for one point".into()));
+    }
+    setup_threads(&args.out)?;
+    if let Some(dir) = &args.merge {
+        let mut merged = sw::merge(dir).map_err(|e| {
+            if e.is_usage() {
+                Failure::Usage(format!("--merge {e}"))
+            } else {
+                Failure::run(e)
+            }
+        })?;
+        let expected = merged.grid.points().len();
+        if merged.points.len() < expected {
+            eprintln!("duraflash: warning: {} of {expected} grid points present", merged.points.len());
+        }
+        merged.command = std::env::args().collect();
+        return finish_sweep(&args, merged);
+    }
+    let grid = Grid {
+        op: args.op.clone(),
+        gc: args.gc.clone(),
+        pages_per_block: args.pages_per_block.clone(),
+        compress_pct: args.compress_pct.clone(),
+        dedupe_pct: args.dedupe_pct.clone(),
+        trim_pct: args.trim_pct.clone(),
+        workload: args.workload.clone(),
+    };
+    grid.validate().map_err(Failure::usage)?;
+    for (flag, v) in [("--precondition", args.precondition), ("--measure", args.measure)] {
+        if !(v.is_finite() && v >= 0.0) || (flag == "--measure" && v == 0.0) {
+            return Err(Failure::Usage(format!("{flag} {v} must be a positive number of drive-writes")));
+        }
+    }
+    let mut base = DriveConfig::preset(&args.preset).map_err(|e| Failure::Usage(format!("--preset: {e}")))?;
+    base = base.scaled(args.capacity.0).map_err(|e| Failure::Usage(format!("--capacity: {e}")))?;
+    base.media = args.media;
+    base.seed = args.seed;
+    let points = grid.points();
+    // Every point's drive must be buildable before anything runs.
+    for p in &points {
+        sw::point_config(&base, p).map_err(|e| Failure::Usage(format!("grid point {}: {e}", p.index)))?;
+    }
+    if let Some(file) = &args.emit_jobs {
+        let exe = std::env::current_exe().map_err(Failure::run)?;
+        let jobs = sw::JobLines {
+            exe: &exe,
+            preset: &args.preset,
+            capacity: args.capacity.0,
+            media: args.media,
+            seed: args.seed,
+            grid: &grid,
+            precondition: args.precondition,
+            measure: args.measure,
+            points_dir: &args.points_dir,
+        };
+        std::fs::write(file, jobs.text()).map_err(|e| Failure::Run(format!("--emit-jobs {}: {e}", file.display())))?;
+        println!(
+            "{n} jobs written to {}; run them (mkdir -p {dir}; parallel < {}), then: duraflash sweep --merge {dir}",
+            file.display(),
+            file.display(),
+            n = points.len(),
+            dir = args.points_dir.display()
+        );
+        return Ok(());
+    }
+    let chosen: Vec<_> = match args.point {
+        Some(n) => vec![points
+            .get(n)
+            .cloned()
+            .ok_or_else(|| Failure::Usage(format!("--point {n}: the grid has {} points", points.len())))?],
+        None => points,
+    };
+    let bar = progress_bar(args.out.quiet);
+    if let Some(b) = &bar {
+        b.set_prefix("sweep");
+        b.set_length(chosen.len() as u64);
+    }
+    let results = sw::run_points(&base, &chosen, args.precondition, args.measure, &|| {
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let output = SweepRun {
+        command: std::env::args().collect(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        preset: args.preset.clone(),
+        capacity: base.logical_bytes,
+        seed: args.seed,
+        precondition: args.precondition,
+        measure: args.measure,
+        grid,
+        points: results.map_err(Failure::run)?,
+    };
+    finish_sweep(&args, output)
+}
+
+/// Table, CSV, plot and JSON of a sweep.
+fn finish_sweep(args: &SweepArgs, out: SweepRun) -> Result<(), Failure> {
+    if let Some(path) = &args.csv {
+        out.write_csv(path).map_err(|e| Failure::Run(format!("--csv {}: {e}", path.display())))?;
+    }
+    if let Some(path) = &args.plot {
+        write_plot(&Some(path.clone()), &out.chart())?;
+    }
+    let mut summary = format!(
+        "{:>5} {:>6}  {:<40} {:>7} {:>7} {:>6} {:>6}\n",
+        "point", "OP %", "series", "WAF", "model", "comp", "dedup"
+    );
+    for r in &out.points {
+        summary += &format!(
+            "{:>5} {:>6.1}  {:<40} {:>7.3} {:>7} {:>6.3} {:>6.3}\n",
+            r.point.index,
+            r.point.op * 100.0,
+            out.grid.series_label(&r.point),
+            r.waf,
+            r.model_greedy.map_or("-".into(), |m| format!("{m:.3}")),
+            r.compression_ratio,
+            r.dedup_ratio
+        );
+    }
+    emit(&args.out, &summary, &out, &[])
+}
+
+#[derive(Args)]
+pub(crate) struct ReproduceArgs {
+    /// Directory the report is written to.
+    #[arg(long, default_value = "report")]
+    out: PathBuf,
+    /// quick (scale models, minutes), full (the real drive sizes, hours) or tiny (seconds, for tests).
+    #[arg(long, default_value = "quick", value_parser = |s: &str| s.parse::<duraflash::lab::report::Scale>())]
+    scale: duraflash::lab::report::Scale,
+    /// Run only these parts (comma-separated): wa, corpora, torture, atto, raid, optimizer, smart.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// Base seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// `duraflash reproduce`.
+pub(crate) fn reproduce(args: ReproduceArgs) -> Result<(), Failure> {
+    use duraflash::lab::report;
+    if let Some(bad) = args.only.iter().find(|n| !report::PARTS.contains(&n.as_str())) {
+        return Err(Failure::Usage(format!("--only: unknown part '{bad}' (valid: {})", report::PARTS.join(", "))));
+    }
+    std::fs::create_dir_all(&args.out).map_err(|e| Failure::Usage(format!("--out {}: {e}", args.out.display())))?;
+    let r =
+        with_phases(args.quiet, |progress| report::reproduce(&args.out, args.scale, &args.only, args.seed, progress))
+            .map_err(Failure::run)?;
+    report::write(&args.out, &r).map_err(|e| Failure::Run(format!("--out {}: {e}", args.out.display())))?;
+    for p in &r.parts {
+        let state = p.error.as_deref().map_or("ok".to_string(), |e| format!("FAILED: {e}"));
+        println!("{:<8} {:>7.1} s  {} rows, {} plots  {state}", p.name, p.wall_secs, p.rows.len(), p.plots.len());
+    }
+    println!("report: {}", args.out.join("index.html").display());
+    let failed: Vec<&str> = r.parts.iter().filter(|p| p.error.is_some()).map(|p| p.name.as_str()).collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::Run(format!("parts failed: {} (see the report)", failed.join(", "))))
+    }
+}

@@ -1,0 +1,190 @@
+//! Drive overrides: the settings every command shares for building a drive
+//! (`--preset` or `--config`, `--capacity`, `--op`, `--pages-per-block`,
+//! `--gc`, `--compression`, `--dedup`, `--media`, `--seed`, `--firmware`)
+//! applied on top of a preset or a TOML config, in one fixed order.
+//!
+//! Owns the order the overrides apply in and the errors that name the
+//! setting they came from (by its command-line flag); it does not parse
+//! command lines (the binary does) or job files (a fio `[drive]` section is
+//! mapped onto [`DriveOverrides`] by [`crate::workload::fio`]).
+
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use thiserror::Error;
+
+use crate::config::{DriveConfig, GcPolicy, Media};
+use crate::error::ConfigError;
+use crate::firmware::Firmware;
+use crate::units::ByteSize;
+
+/// A `--capacity` value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Capacity {
+    /// The preset's own size.
+    Full,
+    /// Scaled down to this many host bytes.
+    Bytes(u64),
+}
+
+impl FromStr for Capacity {
+    type Err = String;
+    /// `full`, or a size (`240GB` = 240e9 bytes, `256GiB` = 256 x 2^30).
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "full" {
+            Ok(Capacity::Full)
+        } else {
+            s.parse::<ByteSize>().map(|b| Capacity::Bytes(b.0))
+        }
+    }
+}
+
+/// Why the overrides describe no drive. Each names the setting, as its
+/// command-line flag, that was refused.
+#[derive(Debug, Error)]
+pub enum OverrideError {
+    /// The `--config` file cannot be read.
+    #[error("--config {}: {source}", path.display())]
+    ReadConfig {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The `--config` file is not a drive config.
+    #[error("--config {}: {source}", path.display())]
+    ParseConfig {
+        path: PathBuf,
+        #[source]
+        source: ConfigError,
+    },
+    /// One setting the config refuses (`flag`: e.g. `--op`).
+    #[error("{flag}: {source}")]
+    Setting {
+        flag: &'static str,
+        #[source]
+        source: ConfigError,
+    },
+    /// The config all settings give does not validate.
+    #[error(transparent)]
+    Invalid(#[from] ConfigError),
+}
+
+/// Settings that build a drive config; `None` keeps the base's value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DriveOverrides {
+    /// Built-in preset, used when `config` is `None`.
+    pub preset: String,
+    /// A TOML drive config file, instead of the preset.
+    pub config: Option<PathBuf>,
+    /// Host capacity; `None` takes the default [`DriveOverrides::build`] is given.
+    pub capacity: Option<Capacity>,
+    /// Over-provisioning of the data blocks.
+    pub op: Option<f64>,
+    /// NAND pages per erase block.
+    pub pages_per_block: Option<u32>,
+    /// GC victim policy.
+    pub gc: Option<GcPolicy>,
+    /// Compress units.
+    pub compression: Option<bool>,
+    /// Store identical units once.
+    pub dedup: Option<bool>,
+    /// What the NAND keeps.
+    pub media: Option<Media>,
+    /// Seed of every random stream (always set).
+    pub seed: u64,
+    /// Firmware profile name.
+    pub firmware: Option<String>,
+}
+
+impl DriveOverrides {
+    /// The drive config these settings describe; `default_capacity` applies
+    /// when `capacity` is `None`. The base (preset or file) comes first, then
+    /// seed, compression, dedup, media, GC policy and firmware, then the
+    /// capacity scaling, pages per block and OP (each resizes the array, so
+    /// their order matters), then one validation.
+    pub fn build(&self, default_capacity: Option<u64>) -> Result<DriveConfig, OverrideError> {
+        let setting = |flag| move |source| OverrideError::Setting { flag, source };
+        let mut cfg = match &self.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|source| OverrideError::ReadConfig { path: path.clone(), source })?;
+                DriveConfig::from_toml(&text)
+                    .map_err(|source| OverrideError::ParseConfig { path: path.clone(), source })?
+            }
+            None => DriveConfig::preset(&self.preset).map_err(setting("--preset"))?,
+        };
+        cfg.seed = self.seed;
+        if let Some(c) = self.compression {
+            cfg.compression = c;
+        }
+        if let Some(d) = self.dedup {
+            cfg.dedup = d;
+        }
+        if let Some(m) = self.media {
+            cfg.media = m;
+        }
+        if let Some(g) = self.gc {
+            cfg.gc.policy = g;
+        }
+        if let Some(f) = &self.firmware {
+            cfg.firmware = Firmware::profile(f).map_err(setting("--firmware"))?;
+        }
+        let cap = match self.capacity {
+            Some(Capacity::Full) => None,
+            Some(Capacity::Bytes(b)) => Some(b),
+            None => default_capacity,
+        };
+        if let Some(cap) = cap {
+            cfg = cfg.scaled(cap).map_err(setting("--capacity"))?;
+        }
+        if let Some(ppb) = self.pages_per_block {
+            cfg = cfg.with_pages_per_block(ppb).map_err(setting("--pages-per-block"))?;
+        }
+        if let Some(op) = self.op {
+            cfg = cfg.with_op(op).map_err(setting("--op"))?;
+        }
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn preset(name: &str) -> DriveOverrides {
+        DriveOverrides {
+            preset: name.into(),
+            config: None,
+            capacity: None,
+            op: None,
+            pages_per_block: None,
+            gc: None,
+            compression: None,
+            dedup: None,
+            media: None,
+            seed: 1,
+            firmware: None,
+        }
+    }
+
+    #[test]
+    fn overrides_apply_on_the_preset_and_errors_name_the_flag() {
+        let mut o = preset("sf2281-240g");
+        o.capacity = Some(Capacity::Bytes(256 << 20));
+        o.compression = Some(false);
+        o.seed = 9;
+        let cfg = o.build(Some(1 << 30)).unwrap();
+        assert_eq!((cfg.logical_bytes, cfg.compression, cfg.seed), (256 << 20, false, 9));
+        assert_eq!(preset("sf2281-240g").build(Some(1 << 30)).unwrap().logical_bytes, 1 << 30);
+        assert_eq!("full".parse::<Capacity>(), Ok(Capacity::Full));
+        let e = preset("nope").build(None).unwrap_err();
+        assert!(e.to_string().starts_with("--preset: unknown preset 'nope'"), "{e}");
+        let mut o = preset("sf2281-240g");
+        o.firmware = Some("sf-9".into());
+        assert!(o.build(None).unwrap_err().to_string().starts_with("--firmware: "));
+        let mut o = preset("sf2281-240g");
+        o.config = Some("/nonexistent/drive.toml".into());
+        assert!(o.build(None).unwrap_err().to_string().starts_with("--config /nonexistent/drive.toml: "));
+    }
+}

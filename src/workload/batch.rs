@@ -1,0 +1,97 @@
+//! The batch writer jobs and studies share: fixed-size write requests
+//! gathered into one [`BlockDevice::write_batch_on`] call, so the drive's
+//! pipeline has units to compress and hash in parallel (timing stays per
+//! command), with their content generated all at once.
+//!
+//! Owns the batch's buffer: one `bs`-sized slot per request when the
+//! device needs content, else one shared zeroed request (a content-free
+//! drive ignores the bytes). It does not pick addresses or decide when to
+//! flush; `trace::replay` keeps its own writer, whose requests differ in
+//! size and carry per-record content and line numbers.
+
+use crate::content::Content;
+use crate::host::{BlockDevice, CommandKind, HostQueue};
+use crate::units::Lba;
+
+/// At most this many bytes of generated content per batch, so a large
+/// `bs` does not multiply into a huge buffer.
+pub const BATCH_BYTES: usize = 16 << 20;
+
+/// Pending writes of `bs` bytes each and their generated content.
+#[derive(Debug)]
+pub struct WriteBatch {
+    content: bool,
+    bs: usize,
+    /// Requests per batch: 1 to the `max_requests` asked for, within BATCH_BYTES.
+    max: usize,
+    lbas: Vec<Lba>,
+    buf: Vec<u8>,
+}
+
+impl WriteBatch {
+    /// A batch of up to `max_requests` requests of `bs` bytes (fewer when
+    /// they would pass [`BATCH_BYTES`], at least one); `content`: whether
+    /// the device needs the bytes ([`BlockDevice::needs_content`]).
+    pub fn new(content: bool, bs: u64, max_requests: usize) -> Self {
+        let bs = bs as usize;
+        let max = (BATCH_BYTES / bs).clamp(1, max_requests.max(1));
+        WriteBatch { content, bs, max, lbas: Vec::new(), buf: vec![0; if content { bs * max } else { bs }] }
+    }
+
+    /// Requests a batch holds at most.
+    pub fn capacity(&self) -> usize {
+        self.max
+    }
+
+    /// Requests waiting.
+    pub fn len(&self) -> usize {
+        self.lbas.len()
+    }
+
+    /// Whether no request is waiting.
+    pub fn is_empty(&self) -> bool {
+        self.lbas.is_empty()
+    }
+
+    /// Whether the batch should be flushed before the next [`WriteBatch::add`].
+    pub fn is_full(&self) -> bool {
+        self.lbas.len() >= self.max
+    }
+
+    /// Queues a write of `bs` bytes at `lba`.
+    pub fn add(&mut self, lba: Lba) {
+        self.lbas.push(lba);
+    }
+
+    /// Generates the batch's payloads (all at once, so a generator can
+    /// spread them over threads) and writes them through `queue`, counted
+    /// as writes. The batch is empty afterwards, whatever the result.
+    pub fn flush<D: BlockDevice>(
+        &mut self,
+        drive: &mut D,
+        queue: &mut HostQueue,
+        content: &mut dyn Content,
+    ) -> Result<(), D::Error> {
+        if self.lbas.is_empty() {
+            return Ok(());
+        }
+        let bs = self.bs;
+        if self.content {
+            content.fill_batch(&self.lbas, &mut self.buf[..self.lbas.len() * bs]);
+        }
+        let requests: Vec<(Lba, &[u8])> = self
+            .lbas
+            .iter()
+            .enumerate()
+            .map(|(i, &lba)| {
+                // Content-free devices ignore bytes: every request shares one buffer.
+                let at = if self.content { i * bs } else { 0 };
+                (lba, &self.buf[at..at + bs])
+            })
+            .collect();
+        queue.set_kind(CommandKind::Write);
+        let result = drive.write_batch_on(&requests, queue);
+        self.lbas.clear();
+        result
+    }
+}

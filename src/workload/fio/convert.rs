@@ -1,0 +1,94 @@
+//! From a parsed job file to what runs: each [`Job`] as the [`JobSpec`] it
+//! runs as on a drive of a given capacity, and the `[drive]` section
+//! applied on top of the drive settings a command was given.
+
+use crate::config::overrides::DriveOverrides;
+use crate::content::pattern::{unit_seed, DataSpec};
+use crate::workload::job::{JobSpec, Limit};
+use crate::workload::WorkloadError;
+
+use super::{FioError, Job, JobFile};
+
+/// The `[drive]` keys [`JobFile::apply_drive`] knows.
+pub const DRIVE_KEYS: &[&str] = &["preset", "capacity", "seed", "op", "gc", "media", "compression", "dedup"];
+
+impl Job {
+    /// The job spec this job runs as on a drive of `capacity` bytes, seeded
+    /// with `seed` unless the job gives `randseed`. Not yet validated
+    /// against the drive (see [`JobSpec::validate`]).
+    pub fn to_spec(&self, capacity: u64, seed: u64) -> Result<JobSpec, WorkloadError> {
+        let region = self.region(capacity);
+        let length = region.end - region.start;
+        let limit = match (self.runtime_ns, self.time_based, self.number_ios, self.io_size) {
+            (Some(t), true, _, _) => Limit::Time(t),
+            (_, _, Some(n), _) => Limit::Ops(n),
+            (_, _, _, Some(b)) => Limit::Bytes(b),
+            _ => Limit::Bytes(length),
+        };
+        let data = DataSpec::new(self.compress_pct, self.compress_chunk as usize, self.dedupe_pct)
+            .map_err(|e| WorkloadError::from(e).in_job(&self.name))?;
+        Ok(JobSpec {
+            name: self.name.clone(),
+            rw: self.rw,
+            bs: self.bs,
+            iodepth: self.iodepth,
+            offset: region.start,
+            length,
+            limit,
+            rwmixread: self.rwmixread,
+            distribution: self.distribution,
+            data,
+            seed: self.randseed.unwrap_or(seed),
+        })
+    }
+}
+
+impl JobFile {
+    /// Every job's spec on a drive of `capacity` bytes, checked against it;
+    /// job `i` is seeded with `unit_seed(seed, i)` unless it gives `randseed`.
+    pub fn specs(&self, capacity: u64, seed: u64) -> Result<Vec<JobSpec>, WorkloadError> {
+        let specs = self
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(i, j)| j.to_spec(capacity, unit_seed(seed, i as u64)))
+            .collect::<Result<Vec<_>, _>>()?;
+        for spec in &specs {
+            spec.validate(capacity)?;
+        }
+        Ok(specs)
+    }
+
+    /// Applies the `[drive]` section on top of `drive` (the file wins where
+    /// both speak), naming the line of a setting that is refused.
+    pub fn apply_drive(&self, drive: &mut DriveOverrides) -> Result<(), FioError> {
+        for setting in &self.drive {
+            let v = setting.value.as_str();
+            let bad = |reason: String| FioError::DriveSetting { key: setting.key.clone(), line: setting.line, reason };
+            match setting.key.as_str() {
+                "preset" => drive.preset = v.to_string(),
+                "capacity" => drive.capacity = Some(v.parse().map_err(bad)?),
+                "seed" => drive.seed = v.parse().map_err(|e: std::num::ParseIntError| bad(e.to_string()))?,
+                "op" => drive.op = Some(v.parse().map_err(|e: std::num::ParseFloatError| bad(e.to_string()))?),
+                "gc" => drive.gc = Some(v.parse().map_err(bad)?),
+                "media" => drive.media = Some(v.parse().map_err(bad)?),
+                "compression" | "dedup" => {
+                    let on = match v {
+                        "on" | "1" | "true" => true,
+                        "off" | "0" | "false" => false,
+                        _ => return Err(bad(format!("'{v}' is not on or off"))),
+                    };
+                    if setting.key == "compression" {
+                        drive.compression = Some(on);
+                    } else {
+                        drive.dedup = Some(on);
+                    }
+                }
+                other => {
+                    return Err(bad(format!("unknown drive setting '{other}' (valid: {})", DRIVE_KEYS.join(", "))))
+                }
+            }
+        }
+        Ok(())
+    }
+}

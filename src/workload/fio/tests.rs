@@ -1,0 +1,445 @@
+//! Tests of the job-file parser.
+
+use super::parse::{Key, RW_VALUES};
+use super::*;
+
+const GIB: u64 = 1 << 30;
+
+fn job(text: &str) -> Job {
+    let mut file = parse(text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(file.jobs.len(), 1);
+    file.jobs.remove(0)
+}
+
+fn err(text: &str) -> FioError {
+    parse(text).expect_err("expected a parse error")
+}
+
+fn bad_value_line(text: &str) -> (String, usize, String) {
+    match err(text) {
+        FioError::BadValue { key, line, reason, .. } => (key, line, reason),
+        other => panic!("expected BadValue, got {other:?}"),
+    }
+}
+
+#[test]
+fn realistic_file_with_global_inheritance_and_drive_section() {
+    let text = "\
+; SandForce-style endurance test
+[drive]
+preset = sf2281-240g
+capacity=64GiB   ; trailing comment
+seed=7
+
+[global]
+ioengine=libaio
+direct=1
+bs=4k
+iodepth = 32
+size=80%
+randseed=0x1234
+group_reporting
+filename=/dev/nvme0n1
+
+# first: fill sequentially
+[precondition]
+rw=write
+bs=128k
+buffer_compress_percentage=50
+buffer_compress_chunk=4k
+dedupe_percentage=20
+
+[steady]
+stonewall
+rw=randrw
+rwmixread=70
+random_distribution=zipf:1.2
+runtime=2m
+time_based
+offset=10%
+io_size=10g
+number_ios=1000000
+refill_buffers=0
+numjobs=1
+
+[trimmer]
+wait_for_previous=1
+name=trim-pass
+readwrite=randtrim
+random_distribution=pareto:0.3
+size=1g
+offset=4096
+";
+    let file = parse(text).unwrap();
+    let drive: Vec<_> = file.drive.iter().map(|d| (d.key.as_str(), d.value.as_str(), d.line)).collect();
+    assert_eq!(drive, [("preset", "sf2281-240g", 3), ("capacity", "64GiB", 4), ("seed", "7", 5)]);
+    assert_eq!(file.jobs.len(), 3);
+
+    let pre = &file.jobs[0];
+    assert_eq!((pre.name.as_str(), pre.line, pre.rw), ("precondition", 18, Rw::Write));
+    assert_eq!((pre.bs, pre.iodepth, pre.size), (128 * 1024, 32, SizeSpec::Percent(80.0)));
+    assert_eq!((pre.compress_pct, pre.compress_chunk, pre.dedupe_pct), (50, 4096, 20));
+    assert!(pre.refill_buffers, "implied by compress 50% and dedupe");
+    assert_eq!(pre.ioengine.as_deref(), Some("libaio"));
+    assert_eq!(pre.filename.as_deref(), Some("/dev/nvme0n1"));
+    assert!(pre.direct && pre.group_reporting && !pre.stonewall);
+    assert_eq!(pre.randseed, Some(0x1234));
+    assert_eq!(pre.distribution, Distribution::Random);
+
+    let steady = &file.jobs[1];
+    assert_eq!((steady.rw, steady.rwmixread, steady.bs), (Rw::RandRw, 70, 4096));
+    assert_eq!(steady.distribution, Distribution::Zipf(1.2));
+    assert_eq!(steady.runtime_ns, Some(120_000_000_000));
+    assert!(steady.time_based && steady.stonewall && !steady.refill_buffers);
+    assert_eq!(
+        (steady.offset, steady.io_size, steady.number_ios),
+        (SizeSpec::Percent(10.0), Some(10 * GIB), Some(1_000_000))
+    );
+    assert_eq!((steady.compress_pct, steady.compress_chunk), (0, 512));
+
+    let trim = &file.jobs[2];
+    assert_eq!((trim.name.as_str(), trim.rw, trim.line), ("trim-pass", Rw::RandTrim, 38));
+    assert!(trim.stonewall);
+    assert_eq!(trim.distribution, Distribution::Pareto(0.3));
+    assert_eq!((trim.size, trim.offset), (SizeSpec::Bytes(GIB), SizeSpec::Bytes(4096)));
+}
+
+#[test]
+fn defaults_match_fio() {
+    let j = job("[only]\n");
+    let expected = Job {
+        name: "only".to_string(),
+        rw: Rw::Read,
+        bs: 4096,
+        iodepth: 1,
+        size: SizeSpec::Whole,
+        offset: SizeSpec::Bytes(0),
+        runtime_ns: None,
+        time_based: false,
+        io_size: None,
+        number_ios: None,
+        rwmixread: 50,
+        compress_pct: 0,
+        compress_chunk: 512,
+        dedupe_pct: 0,
+        refill_buffers: false,
+        distribution: Distribution::Random,
+        randseed: None,
+        stonewall: false,
+        ioengine: None,
+        filename: None,
+        direct: false,
+        group_reporting: false,
+        line: 1,
+    };
+    assert_eq!(j, expected);
+}
+
+#[test]
+fn later_global_overrides_only_subsequent_jobs_and_accumulates() {
+    let file = parse("[global]\nbs=8k\niodepth=4\n[a]\n[global]\nbs=16k\n[b]\n[c]\nbs=1k\n").unwrap();
+    let got: Vec<_> = file.jobs.iter().map(|j| (j.name.as_str(), j.bs, j.iodepth)).collect();
+    assert_eq!(got, [("a", 8192, 4), ("b", 16384, 4), ("c", 1024, 4)]);
+}
+
+#[test]
+fn size_suffixes_follow_fio_kb_base_1024() {
+    let cases: &[(&str, u64)] = &[
+        ("4096", 4096),
+        ("4096b", 4096),
+        ("4096B", 4096),
+        ("4k", 4096),
+        ("4K", 4096),
+        ("4kb", 4096),
+        ("4KB", 4096),
+        ("4ki", 4096),
+        ("4Ki", 4096),
+        ("4KiB", 4000),
+        ("4kib", 4000),
+        ("1m", 1 << 20),
+        ("1MB", 1 << 20),
+        ("1MiB", 1_000_000),
+        ("1g", 1 << 30),
+        ("1GiB", 1_000_000_000),
+        ("2t", 2 << 40),
+        ("1TiB", 1_000_000_000_000),
+        ("1p", 1 << 50),
+        ("1pib", 1_000_000_000_000_000),
+        ("0x1000", 4096),
+        ("0X10", 16),
+    ];
+    for &(text, bytes) in cases {
+        assert_eq!(job(&format!("[j]\nbs={text}\nsize=1p\n")).bs, bytes, "bs={text}");
+    }
+    for text in
+        ["4x", "1.5k", "", "-1", "k", "(4*1024)", "$pagesize", "4 k", "0x", "0x1k", "20000p", "99999999999999999999"]
+    {
+        let (key, line, reason) = bad_value_line(&format!("[j]\nbs={text}\n"));
+        assert_eq!((key.as_str(), line), ("bs", 2), "bs={text}: {reason}");
+    }
+    assert!(bad_value_line("[j]\nbs=4k,8k\n").2.contains("per-direction"));
+    assert!(bad_value_line("[j]\nbs=4k-16k\n").2.contains("ranges"));
+    assert!(bad_value_line("[j]\nbs=0\n").2.contains("at least 1"));
+}
+
+#[test]
+fn percentages_and_region_resolution() {
+    let j = job("[j]\nbs=4k\nsize=50%\noffset=10%\n");
+    let dev = 1_000_000;
+    assert_eq!(j.resolve_bytes(&j.size, dev), 500_000);
+    assert_eq!(j.resolve_bytes(&j.offset, dev), 100_000);
+    // Percentage offsets align up to bs: 100_000 -> 102_400.
+    assert_eq!(j.region(dev), 102_400..602_400);
+    // Clamped to the device.
+    assert_eq!(job("[j]\nsize=100%\noffset=60%\n").region(dev), 602_112..1_000_000);
+    assert_eq!(job("[j]\noffset=4096\n").region(dev), 4096..1_000_000);
+    assert_eq!(job("[j]\nsize=12.5%\n").size, SizeSpec::Percent(12.5));
+    assert_eq!(job("[j]\nsize=0\n").size, SizeSpec::Whole);
+    assert_eq!(job("[j]\noffset=0%\n").offset, SizeSpec::Percent(0.0));
+    assert_eq!(job("[j]\nsize=8k\n").region(u64::MAX), 0..8192);
+    for text in ["[j]\nsize=0%\n", "[j]\nsize=101%\n", "[j]\noffset=100%\n", "[j]\nio_size=50%\n", "[j]\nsize=5.%\n"] {
+        assert_eq!(bad_value_line(text).1, 2, "{text}");
+    }
+}
+
+#[test]
+fn runtime_units() {
+    let cases: &[(&str, u64)] = &[
+        ("30", 30_000_000_000),
+        ("30s", 30_000_000_000),
+        ("30sec", 30_000_000_000),
+        ("2m", 120_000_000_000),
+        ("2M", 120_000_000_000),
+        ("500ms", 500_000_000),
+        ("500msec", 500_000_000),
+        ("10us", 10_000),
+        ("1h", 3_600_000_000_000),
+        ("1d", 86_400_000_000_000),
+    ];
+    for &(text, ns) in cases {
+        assert_eq!(job(&format!("[j]\nruntime={text}\n")).runtime_ns, Some(ns), "runtime={text}");
+    }
+    assert_eq!(job("[j]\nruntime=0\n").runtime_ns, None);
+    for text in ["1.5s", "5x", "min", "", "s", "-3", "999999999999d"] {
+        assert_eq!(bad_value_line(&format!("[j]\nruntime={text}\n")).1, 2, "runtime={text}");
+    }
+}
+
+#[test]
+fn implied_and_explicit_refill_and_rwmix() {
+    assert!(!job("[j]\nbuffer_compress_percentage=100\n").refill_buffers);
+    assert!(!job("[j]\nbuffer_compress_percentage=0\n").refill_buffers);
+    assert!(job("[j]\nbuffer_compress_percentage=1\n").refill_buffers);
+    assert!(!job("[j]\nrefill_buffers=0\nbuffer_compress_percentage=40\n").refill_buffers);
+    assert!(job("[j]\nrefill_buffers\n").refill_buffers);
+    assert!(job("[j]\ndedupe_percentage=0\n").refill_buffers);
+    assert_eq!(job("[j]\nbs=64k\nbuffer_compress_chunk=0\n").compress_chunk, 65536);
+    assert_eq!(job("[j]\nrwmixwrite=30\n").rwmixread, 70);
+    assert_eq!(job("[j]\nrwmixread=10\nrwmixwrite=30\n").rwmixread, 70);
+    assert_eq!(job("[global]\nrwmixwrite=30\n[j]\nrwmixread=10\n").rwmixread, 10);
+    assert_eq!(job("[j]\nrandom_distribution=zipf\n").distribution, Distribution::Zipf(1.1));
+    assert_eq!(job("[j]\nrandom_distribution=pareto\n").distribution, Distribution::Pareto(0.2));
+}
+
+#[test]
+fn rw_values_and_helpers() {
+    for &(name, rw) in RW_VALUES {
+        assert_eq!(job(&format!("[j]\nrw={name}\n")).rw, rw);
+    }
+    assert!(Rw::RandRw.is_random() && Rw::RandRw.does_read() && Rw::RandRw.does_write() && !Rw::RandRw.does_trim());
+    assert!(!Rw::SeqRw.is_random() && Rw::SeqRw.does_read() && Rw::SeqRw.does_write());
+    assert!(Rw::TrimWrite.does_trim() && Rw::TrimWrite.does_write() && !Rw::TrimWrite.does_read());
+    assert!(!Rw::TrimWrite.is_random() && Rw::RandTrim.is_random() && Rw::RandTrim.does_trim());
+    assert!(Rw::Read.does_read() && !Rw::Read.does_write() && !Rw::Write.does_read());
+    assert!(bad_value_line("[j]\nrw=randread:8\n").2.contains("offset modifier"));
+    assert!(bad_value_line("[j]\nrw=randtrimwrite\n").2.contains("not supported"));
+    assert!(bad_value_line("[j]\nrw=READ\n").2.contains("unknown I/O pattern"));
+}
+
+#[test]
+fn unsupported_key_names_key_and_line_and_lists_supported() {
+    let text = "[global]\nbs=4k\n\n[job]\nrw=write\n; comment\nverify_async=4\n";
+    let e = err(text);
+    assert_eq!(e, FioError::UnsupportedKey { key: "verify_async".to_string(), line: 7 });
+    let msg = e.to_string();
+    assert!(msg.starts_with("line 7: unsupported fio option 'verify_async' (supported: name, rw, readwrite, bs,"));
+    assert!(msg.ends_with("group_reporting, numjobs)"), "{msg}");
+    assert_eq!(err("[j]\ninclude other.fio\n"), FioError::UnsupportedKey { key: "include".to_string(), line: 2 });
+    assert_eq!(err("[j]\nkb_base=1000\n"), FioError::UnsupportedKey { key: "kb_base".to_string(), line: 2 });
+    assert_eq!(err("[j]\nBS=4k\n"), FioError::UnsupportedKey { key: "BS".to_string(), line: 2 });
+    for key in SUPPORTED_KEYS {
+        assert!(Key::from_name(key).is_some(), "{key}");
+    }
+}
+
+#[test]
+fn bad_values_carry_key_and_line() {
+    let cases: &[(&str, &str, usize, &str)] = &[
+        ("[j]\n\niodepth=0\n", "iodepth", 3, "at least 1"),
+        ("[j]\niodepth=5000000000\n", "iodepth", 2, "32 bits"),
+        ("[j]\nrwmixread=101\n", "rwmixread", 2, "between 0 and 100"),
+        ("[j]\ndedupe_percentage=200\n", "dedupe_percentage", 2, "between 0 and 100"),
+        ("[j]\nbuffer_compress_percentage=50%\n", "buffer_compress_percentage", 2, "percentage"),
+        ("[j]\nnumjobs=4\n", "numjobs", 2, "numjobs=1"),
+        ("[j]\nrandom_distribution=normal\n", "random_distribution", 2, "not supported"),
+        ("[j]\nrandom_distribution=gauss:5\n", "random_distribution", 2, "not supported"),
+        ("[j]\nrandom_distribution=zoned:60/10:40/90\n", "random_distribution", 2, "not supported"),
+        ("[j]\nrandom_distribution=zipf:1\n", "random_distribution", 2, "theta"),
+        ("[j]\nrandom_distribution=zipf:1.2:0.25\n", "random_distribution", 2, "centre"),
+        ("[j]\nrandom_distribution=pareto:1.5\n", "random_distribution", 2, "pareto"),
+        ("[j]\nrandom_distribution=zipf:nan\n", "random_distribution", 2, "finite"),
+        ("[j]\nrandom_distribution=random:3\n", "random_distribution", 2, "no parameter"),
+        ("[j]\nrandom_distribution=uniform\n", "random_distribution", 2, "unknown"),
+        ("[j]\ndirect\n", "direct", 2, "requires a value"),
+        ("[j]\ndirect=yes\n", "direct", 2, "0 or 1"),
+        ("[j]\ntime_based=2\n", "time_based", 2, "0 or 1"),
+        ("[j]\nbs\n", "bs", 2, "requires a value"),
+        ("[j]\nname=\n", "name", 2, "requires a value"),
+        ("[global]\nname=x\n[j]\n", "name", 2, "[global]"),
+        ("[j]\nsize=${SIZE}\n", "size", 2, "environment"),
+        ("[j]\ntime_based\n", "time_based", 2, "runtime"),
+        ("[global]\ntime_based\n[j]\nruntime=0\n", "time_based", 2, "runtime"),
+        ("[j]\nbs=8k\nsize=4k\n", "size", 3, "smaller than the block size"),
+    ];
+    for &(text, key, line, needle) in cases {
+        let (k, l, reason) = bad_value_line(text);
+        assert_eq!((k.as_str(), l), (key, line), "{text:?}");
+        assert!(reason.contains(needle), "{text:?}: {reason}");
+    }
+    let e = err("[j]\nbs=4q\n");
+    assert!(e.to_string().starts_with("line 2: bad value '4q' for 'bs': unknown size suffix 'q'"), "{e}");
+}
+
+#[test]
+fn structural_errors() {
+    assert_eq!(err("bs=4k\n[j]\n"), FioError::KeyOutsideSection { key: "bs".to_string(), line: 1 });
+    assert_eq!(err("# c\n\ntime_based\n"), FioError::KeyOutsideSection { key: "time_based".to_string(), line: 3 });
+    for (text, line) in [("[j]\n[]\n", 2), ("[j\n", 1), ("[a]b\n", 1), ("[a[b]]\n", 1), ("[   ]\n", 1)] {
+        match err(text) {
+            FioError::BadSection { line: l, .. } => assert_eq!(l, line, "{text:?}"),
+            other => panic!("{text:?}: {other:?}"),
+        }
+    }
+    assert_eq!(
+        err("[j]\n= 4k\n"),
+        FioError::Syntax { line: 2, reason: "missing option name before '=' in '= 4k'".to_string() }
+    );
+    assert!(matches!(err("[drive]\npreset\n[j]\n"), FioError::Syntax { line: 2, .. }));
+    assert!(matches!(err("[drive]\npreset=\n[j]\n"), FioError::Syntax { line: 2, .. }));
+    assert_eq!(err("[a]\nbs=4k\n[b]\n[a]\n"), FioError::DuplicateJob { name: "a".to_string(), line: 4, first_line: 1 });
+    assert_eq!(err("[a]\n[b]\nname=a\n"), FioError::DuplicateJob { name: "a".to_string(), line: 2, first_line: 1 });
+    assert_eq!(err(""), FioError::NoJobs);
+    assert_eq!(err("; only comments\n\n"), FioError::NoJobs);
+    assert_eq!(err("[global]\nbs=4k\n[drive]\nseed=1\n"), FioError::NoJobs);
+    assert!(FioError::NoJobs.to_string().contains("no job sections"));
+}
+
+#[test]
+fn comments_whitespace_and_line_endings() {
+    let file =
+        parse("\r\n  [ spaced name ]  # header comment\r\n\tbs = 8k ;x\r\n  time_based # on\r\nruntime=1\r\n").unwrap();
+    let j = &file.jobs[0];
+    assert_eq!((j.name.as_str(), j.bs, j.time_based, j.line), ("spaced name", 8192, true, 2));
+    // fio cuts values at ';' / '#', like its strip_blank_end.
+    assert_eq!(job("[j]\nfilename=/dev/sda#1\n").filename.as_deref(), Some("/dev/sda"));
+    assert_eq!(job("[j]\nname=a=b\n").name, "a=b");
+}
+
+/// xorshift64* so the fuzz test needs no extra crates and is reproducible.
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[(self.next() % items.len() as u64) as usize]
+    }
+}
+
+#[test]
+fn random_input_never_panics() {
+    let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
+    for _ in 0..10_000 {
+        let len = (rng.next() % 200) as usize;
+        let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+        let _ = parse(&String::from_utf8_lossy(&bytes));
+    }
+    let fragments = [
+        "[",
+        "]",
+        "[global]",
+        "[drive]",
+        "[job]",
+        "[j2]",
+        "=",
+        " ",
+        ";",
+        "#",
+        "%",
+        ":",
+        ",",
+        "-",
+        ".",
+        "0x",
+        "\n",
+        "\r\n",
+        "é",
+        "\u{0}",
+        "${X}",
+        "(",
+        "bs",
+        "size",
+        "offset",
+        "runtime",
+        "rw",
+        "random_distribution",
+        "zipf",
+        "pareto",
+        "normal",
+        "randrw",
+        "time_based",
+        "numjobs",
+        "name",
+        "rwmixwrite",
+        "io_size",
+        "0",
+        "1",
+        "100",
+        "4k",
+        "4KiB",
+        "18446744073709551615",
+        "99999999999999999999",
+        "1e309",
+        "nan",
+        "inf",
+        "-0",
+        "s",
+        "ms",
+        "m",
+        "p",
+        "pib",
+        "include",
+        "direct",
+        "buffer_compress_chunk",
+        "iodepth",
+    ];
+    for _ in 0..10_000 {
+        let mut text = String::new();
+        for _ in 0..rng.next() % 40 {
+            text.push_str(rng.pick(&fragments));
+        }
+        if let Ok(file) = parse(&text) {
+            for j in &file.jobs {
+                for dev in [0, 1, 4096, u64::MAX] {
+                    let r = j.region(dev);
+                    assert!(r.start <= r.end && r.end <= dev, "{text:?}");
+                }
+            }
+        }
+    }
+}
