@@ -18,8 +18,21 @@ use cli::{open_drive, save_image, DriveArgs, Failure, Output};
 mod cli;
 mod serve;
 
+/// What `--help` says of the firmware quirks compiled into this build.
+fn quirks_line() -> String {
+    match duraflash::firmware::build_quirks() {
+        q if q.is_empty() => "Firmware quirks in this build: none (SandForce profiles run with them fixed)".into(),
+        q => format!("Firmware quirks in this build: {}", q.join(", ")),
+    }
+}
+
 #[derive(Parser)]
-#[command(name = "duraflash", version, about = "A SandForce-style SSD controller model: compression, dedup, GC, TRIM")]
+#[command(
+    name = "duraflash",
+    version,
+    about = "A SandForce-style SSD controller model: compression, dedup, GC, TRIM",
+    after_help = quirks_line()
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

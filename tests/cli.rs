@@ -92,16 +92,41 @@ fn wa_json_has_the_named_fields_and_is_byte_identical_for_a_seed() {
         "config",
         "command",
         "version",
+        "quirks",
     ] {
         assert!(v.get(key).is_some(), "JSON lacks {key}");
     }
     assert_eq!(v["seed"], 7);
+    assert_eq!(v["quirks"], serde_json::json!(build_quirks()), "the JSON names this build's quirks");
     assert!(v["waf"].as_f64().unwrap() > 1.0);
     assert!(String::from_utf8_lossy(&a.stderr).contains("WAF"), "summary moves to stderr");
 
     let mut other = QUICK.to_vec();
     other.extend(["--seed", "8", "--json", "-"]);
     assert_ne!(duraflash(&other).stdout, a.stdout, "another seed, other numbers");
+}
+
+/// The firmware quirks compiled into this build (see Cargo.toml's features).
+fn build_quirks() -> Vec<&'static str> {
+    let mut q = Vec::new();
+    if cfg!(feature = "quirk-read-degradation") {
+        q.push("read-degradation");
+    }
+    if cfg!(feature = "quirk-incomplete-trim") {
+        q.push("incomplete-trim");
+    }
+    q
+}
+
+#[test]
+fn help_names_the_quirks_compiled_in() {
+    let out = duraflash(&["--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    let line = help.lines().find(|l| l.starts_with("Firmware quirks in this build:")).expect("a quirks line");
+    match build_quirks() {
+        q if q.is_empty() => assert!(line.contains("none"), "{line}"),
+        q => assert!(line.ends_with(&q.join(", ")), "{line}"),
+    }
 }
 
 /// A sweep split into one job per point and merged gives the same table

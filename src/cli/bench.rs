@@ -74,6 +74,7 @@ impl From<BenchModeArg> for duraflash::lab::bench::Mode {
 pub(crate) struct BenchOutput<'a> {
     command: Vec<String>,
     version: &'static str,
+    quirks: Vec<&'static str>,
     preset: &'a str,
     threads: usize,
     points: &'a [duraflash::lab::bench::Point],
@@ -155,6 +156,7 @@ pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
     let output = BenchOutput {
         command: std::env::args().collect(),
         version: env!("CARGO_PKG_VERSION"),
+        quirks: duraflash::firmware::build_quirks(),
         preset: &args.preset,
         threads: rayon::current_num_threads(),
         points: &points,

@@ -19,6 +19,7 @@ use super::{open_drive, DriveArgs, Failure, Output};
 pub(crate) struct Provenance<'a> {
     command: Vec<String>,
     version: &'static str,
+    quirks: Vec<&'static str>,
     seed: u64,
     config: &'a DriveConfig,
 }
@@ -28,6 +29,7 @@ impl<'a> Provenance<'a> {
         Provenance {
             command: std::env::args().collect(),
             version: env!("CARGO_PKG_VERSION"),
+            quirks: duraflash::firmware::build_quirks(),
             seed: config.seed,
             config,
         }

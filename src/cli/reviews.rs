@@ -57,6 +57,7 @@ pub(crate) const WA_DEFAULT_CAPACITY: u64 = 2 << 30;
 pub(crate) struct WaOutput<'a> {
     command: Vec<String>,
     version: &'static str,
+    quirks: Vec<&'static str>,
     seed: u64,
     config: &'a DriveConfig,
     workload: &'a WaSpec,
@@ -88,6 +89,7 @@ pub(crate) fn run_wa(args: WaArgs) -> Result<(), Failure> {
     let output = WaOutput {
         command: std::env::args().collect(),
         version: env!("CARGO_PKG_VERSION"),
+        quirks: duraflash::firmware::build_quirks(),
         seed: cfg.seed,
         config: &cfg,
         workload: &spec,

@@ -331,6 +331,7 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<(), Failure> {
     let output = SweepRun {
         command: std::env::args().collect(),
         version: env!("CARGO_PKG_VERSION").into(),
+        quirks: duraflash::firmware::build_quirks().into_iter().map(String::from).collect(),
         preset: args.preset.clone(),
         capacity: base.logical_bytes,
         seed: args.seed,

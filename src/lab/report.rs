@@ -91,6 +91,9 @@ pub struct Part {
 pub struct Report {
     /// Crate version.
     pub version: String,
+    /// The firmware quirks compiled into this build.
+    #[serde(default)]
+    pub quirks: Vec<String>,
     /// Command line.
     pub command: Vec<String>,
     /// Base seed.
@@ -158,6 +161,7 @@ pub fn reproduce(
     }
     Ok(Report {
         version: env!("CARGO_PKG_VERSION").into(),
+        quirks: crate::firmware::build_quirks().into_iter().map(String::from).collect(),
         command: std::env::args().collect(),
         seed,
         scale,

@@ -194,6 +194,9 @@ pub struct SweepRun {
     pub command: Vec<String>,
     /// The crate version that made it.
     pub version: String,
+    /// The firmware quirks compiled into that build.
+    #[serde(default)]
+    pub quirks: Vec<String>,
     /// The drive preset of every point.
     pub preset: String,
     /// Host bytes of every point's drive.
