@@ -1,19 +1,8 @@
-//! `duraflash reproduce`: every figure the project reproduces (WA model
-//! check, corpora, SandForce torture and ATTO, RAID-0 TRIM, manual TRIM,
-//! SMART), in one run,
-//! written as a report a person can read (`index.html`, `report.md`) and a
-//! machine can check (`results.json`). Each part sets what the reviews
-//! measured (or the analytic model predicts) beside what the model
-//! measured, with its plots and a paragraph on the mechanism. A part that
-//! fails is reported in its section; the others still run.
+//! The parts of the report, one function each: each runs its study at the
+//! scale asked for and sets the reviews' figures beside ours.
 
-use std::fmt::Write as _;
 use std::path::Path;
-use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
-
-use crate::config::DriveConfig;
 use crate::content::corpus::{self, Corpus};
 use crate::lab::corpora::{self as corpus_bench, CorpusSpec};
 use crate::lab::plot::{self, BarChart, LineChart, Series};
@@ -22,194 +11,9 @@ use crate::lab::torture::{self, Duration, TortureData, TortureReport, TortureSpe
 use crate::lab::StudyError;
 use crate::workload::review::AttoPoint;
 
-/// How big the drives are.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Scale {
-    /// Seconds in all: for the test suite.
-    Tiny,
-    /// A few minutes on two cores: scale models (the default).
-    Quick,
-    /// The presets at their real size: hours.
-    Full,
-}
+use super::*;
 
-impl std::str::FromStr for Scale {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "tiny" => Ok(Scale::Tiny),
-            "quick" => Ok(Scale::Quick),
-            "full" => Ok(Scale::Full),
-            _ => Err(format!("unknown scale '{s}' (valid: quick, full, tiny)")),
-        }
-    }
-}
-
-/// The parts, in report order.
-pub const PARTS: [&str; 7] = ["wa", "corpora", "torture", "atto", "raid", "optimizer", "smart"];
-
-/// One line of a comparison: a reference (a review's figure, or a model's
-/// prediction, or the review's words where it gave no number) beside ours.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Row {
-    /// What is compared.
-    pub quantity: String,
-    /// The reference value, when numeric.
-    pub reference: Option<f64>,
-    /// The reference in words (always set: the number, or what the review said).
-    pub reference_text: String,
-    /// Our measurement.
-    pub ours: f64,
-    /// Unit of both.
-    pub unit: String,
-}
-
-/// One section of the report.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Part {
-    /// Short name (`--only`).
-    pub name: String,
-    /// Section title.
-    pub title: String,
-    /// Where the reference figures come from.
-    pub source: String,
-    /// How the model produces the effect.
-    pub mechanism: String,
-    /// The error, when the part failed.
-    pub error: Option<String>,
-    /// Wall-clock seconds the part took.
-    pub wall_secs: f64,
-    /// The comparison.
-    pub rows: Vec<Row>,
-    /// Plot files, relative to the report directory.
-    pub plots: Vec<String>,
-}
-
-/// The whole report.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Report {
-    /// Crate version.
-    pub version: String,
-    /// The firmware quirks compiled into this build.
-    #[serde(default)]
-    pub quirks: Vec<String>,
-    /// Command line.
-    pub command: Vec<String>,
-    /// Base seed.
-    pub seed: u64,
-    /// Scale run.
-    pub scale: Scale,
-    /// Wall-clock seconds in all.
-    pub wall_secs: f64,
-    /// Sections.
-    pub parts: Vec<Part>,
-}
-
-impl Report {
-    /// Whether every part ran.
-    pub fn ok(&self) -> bool {
-        self.parts.iter().all(|p| p.error.is_none())
-    }
-}
-
-fn row(quantity: impl Into<String>, reference: Option<f64>, text: impl Into<String>, ours: f64, unit: &str) -> Row {
-    Row { quantity: quantity.into(), reference, reference_text: text.into(), ours, unit: unit.into() }
-}
-
-fn num(quantity: impl Into<String>, reference: f64, ours: f64, unit: &str) -> Row {
-    let text = format!("{reference:.3}");
-    row(quantity, Some(reference), text, ours, unit)
-}
-
-/// Runs the parts named in `only` (all when empty) at `scale`, writing
-/// plots into `dir/plots`. `progress` gets the part name and the fraction
-/// of the whole run done.
-pub fn reproduce(
-    dir: &Path,
-    scale: Scale,
-    only: &[String],
-    seed: u64,
-    progress: &mut dyn FnMut(&str, f64),
-) -> Result<Report, StudyError> {
-    if let Some(bad) = only.iter().find(|n| !PARTS.contains(&n.as_str())) {
-        return Err(StudyError::BadSpec(format!("unknown part '{bad}' (valid: {})", PARTS.join(", "))));
-    }
-    let plots = dir.join("plots");
-    std::fs::create_dir_all(&plots).map_err(|source| StudyError::Io { path: plots.clone(), source })?;
-    let chosen: Vec<&str> = PARTS.iter().copied().filter(|p| only.is_empty() || only.iter().any(|o| o == p)).collect();
-    let start = Instant::now();
-    let mut parts = Vec::new();
-    // ATTO runs inside the torture protocol: keep those reports for it.
-    let mut tortures: Option<Vec<TortureReport>> = None;
-    for (i, name) in chosen.iter().enumerate() {
-        let at = i as f64 / chosen.len() as f64;
-        let width = 1.0 / chosen.len() as f64;
-        let mut tick = |f: f64| progress(name, at + width * f);
-        let t = Instant::now();
-        let mut part = match *name {
-            "wa" => wa_part(dir, scale, seed, &mut tick),
-            "corpora" => corpora_part(dir, scale, seed, &mut tick),
-            "torture" => torture_part(dir, scale, seed, &mut tick, &mut tortures),
-            "atto" => atto_part(dir, scale, seed, &mut tick, &mut tortures),
-            "raid" => raid_part(dir, scale, seed, &mut tick),
-            "optimizer" => optimizer_part(scale, seed, &mut tick),
-            _ => smart_part(scale, seed, &mut tick),
-        };
-        part.wall_secs = t.elapsed().as_secs_f64();
-        parts.push(part);
-    }
-    Ok(Report {
-        version: env!("CARGO_PKG_VERSION").into(),
-        quirks: crate::firmware::build_quirks().into_iter().map(String::from).collect(),
-        command: std::env::args().collect(),
-        seed,
-        scale,
-        wall_secs: start.elapsed().as_secs_f64(),
-        parts,
-    })
-}
-
-fn empty(name: &str, title: &str, source: &str, mechanism: &str) -> Part {
-    Part {
-        name: name.into(),
-        title: title.into(),
-        source: source.into(),
-        mechanism: mechanism.into(),
-        error: None,
-        wall_secs: 0.0,
-        rows: Vec::new(),
-        plots: Vec::new(),
-    }
-}
-
-/// Fills `part` from `f`, or records its error.
-fn fill(mut part: Part, f: impl FnOnce(&mut Part) -> Result<(), StudyError>) -> Part {
-    if let Err(e) = f(&mut part) {
-        part.error = Some(e.to_string());
-    }
-    part
-}
-
-fn save_line(dir: &Path, file: &str, chart: &LineChart, part: &mut Part) -> Result<(), StudyError> {
-    plot::line_chart(&dir.join("plots").join(file), chart)?;
-    part.plots.push(format!("plots/{file}"));
-    Ok(())
-}
-
-/// `preset` at `capacity` (its own size when `None`), metadata-only, with
-/// `seed`: the drives every part runs.
-fn model(preset: &str, capacity: Option<u64>, seed: u64) -> Result<DriveConfig, StudyError> {
-    let mut cfg = DriveConfig::preset(preset)?;
-    if let Some(c) = capacity {
-        cfg = cfg.scaled(c)?;
-    }
-    cfg.media = crate::Media::MetadataOnly;
-    cfg.seed = seed;
-    Ok(cfg)
-}
-
-fn wa_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
+pub(super) fn wa_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
     let part = empty(
         "wa",
         "Write amplification against the analytic greedy model",
@@ -262,7 +66,7 @@ fn wa_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Pa
     })
 }
 
-fn corpora_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
+pub(super) fn corpora_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
     let part = empty(
         "corpora",
         "Compressible and incompressible data",
@@ -315,7 +119,11 @@ fn corpora_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) 
 
 /// The torture protocol runs: three firmwares, compressible and
 /// incompressible data, with ATTO at every state.
-fn run_tortures(scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Result<Vec<TortureReport>, StudyError> {
+pub(super) fn run_tortures(
+    scale: Scale,
+    seed: u64,
+    tick: &mut dyn FnMut(f64),
+) -> Result<Vec<TortureReport>, StudyError> {
     let (capacity, atto) = match scale {
         Scale::Tiny => (Some(256 << 20), 16 << 20),
         Scale::Quick => (Some(1 << 30), 64 << 20),
@@ -343,7 +151,7 @@ fn run_tortures(scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Result<Ve
     Ok(out)
 }
 
-fn torture_part(
+pub(super) fn torture_part(
     dir: &Path,
     scale: Scale,
     seed: u64,
@@ -418,7 +226,7 @@ fn torture_part(
     })
 }
 
-fn atto_part(
+pub(super) fn atto_part(
     dir: &Path,
     scale: Scale,
     seed: u64,
@@ -487,7 +295,7 @@ fn atto_part(
     })
 }
 
-fn raid_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
+pub(super) fn raid_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
     use crate::host::raid::{Level, TrimPolicy};
     use crate::lab::raid::{raid, RaidSpec};
     let part = empty(
@@ -586,7 +394,7 @@ fn raid_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> 
     })
 }
 
-fn optimizer_part(scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
+pub(super) fn optimizer_part(scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
     use crate::lab::optimizer::{optimizer, REVIEW_SCORES};
     let part = empty(
         "optimizer",
@@ -618,7 +426,7 @@ fn optimizer_part(scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
     })
 }
 
-fn smart_part(scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
+pub(super) fn smart_part(scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
     use crate::host::smart::{waf_between, Smart};
     use crate::workload::job::{fill_spec, run_job, JobSpec, Limit};
     let part = empty(
@@ -675,110 +483,4 @@ fn smart_part(scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
         }
         Ok(())
     })
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
-
-/// Our number as the report prints it: raw counters whole, large values
-/// to one decimal, ratios to three.
-pub fn fmt_ours(r: &Row) -> String {
-    let v = r.ours;
-    if r.unit == "raw" {
-        format!("{v:.0}")
-    } else if v.abs() >= 100.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.3}")
-    }
-}
-
-/// Writes `index.html`, `report.md` and `results.json` into `dir`.
-pub fn write(dir: &Path, report: &Report) -> Result<(), StudyError> {
-    let json = serde_json::to_string_pretty(report)?;
-    for (file, text) in [("results.json", json + "\n"), ("report.md", markdown(report)), ("index.html", html(report))] {
-        let path = dir.join(file);
-        std::fs::write(&path, text).map_err(|source| StudyError::Io { path, source })?;
-    }
-    Ok(())
-}
-
-fn header(report: &Report) -> Vec<(String, String)> {
-    vec![
-        ("version".into(), report.version.clone()),
-        ("seed".into(), report.seed.to_string()),
-        ("scale".into(), format!("{:?}", report.scale).to_lowercase()),
-        ("command".into(), report.command.join(" ")),
-        ("wall time".into(), format!("{:.1} s", report.wall_secs)),
-    ]
-}
-
-fn markdown(report: &Report) -> String {
-    let mut s = String::from("# duraflash: reproduced figures\n\n");
-    for (k, v) in header(report) {
-        let _ = writeln!(s, "- **{k}**: `{v}`");
-    }
-    for p in &report.parts {
-        let _ = write!(s, "\n## {}\n\n_{}; {:.1} s_\n\n", p.title, p.source, p.wall_secs);
-        if let Some(e) = &p.error {
-            let _ = writeln!(s, "**This part failed:** {e}\n");
-        }
-        s += "| quantity | reference | ours | unit |\n|---|---|---|---|\n";
-        for r in &p.rows {
-            let _ = writeln!(s, "| {} | {} | {} | {} |", r.quantity, r.reference_text, fmt_ours(r), r.unit);
-        }
-        s += "\n";
-        for plot in &p.plots {
-            let _ = writeln!(s, "![{plot}]({plot})");
-        }
-        let _ = writeln!(s, "\n{}", p.mechanism);
-    }
-    s
-}
-
-fn html(report: &Report) -> String {
-    let mut s = String::from(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>duraflash: reproduced figures</title>\n\
-         <style>\nbody{font-family:sans-serif;max-width:960px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\n\
-         table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}\n\
-         th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}\n\
-         .failed{color:#a00;font-weight:bold}.meta td:first-child{font-weight:bold}img{max-width:100%;margin:.5em 0}\n\
-         .source{color:#555;font-style:italic}\n</style>\n</head>\n<body>\n<h1>duraflash: reproduced figures</h1>\n<table class=\"meta\">\n",
-    );
-    for (k, v) in header(report) {
-        let _ = writeln!(s, "<tr><td>{}</td><td><code>{}</code></td></tr>", esc(&k), esc(&v));
-    }
-    s += "</table>\n";
-    for p in &report.parts {
-        let _ = writeln!(
-            s,
-            "<section id=\"{}\">\n<h2>{}</h2>\n<p class=\"source\">{} ({:.1} s)</p>",
-            esc(&p.name),
-            esc(&p.title),
-            esc(&p.source),
-            p.wall_secs
-        );
-        if let Some(e) = &p.error {
-            let _ = writeln!(s, "<p class=\"failed\">This part failed: {}</p>", esc(e));
-        }
-        s += "<table class=\"results\">\n<tr><th>quantity</th><th>reference</th><th>ours</th><th>unit</th></tr>\n";
-        for r in &p.rows {
-            let _ = writeln!(
-                s,
-                "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
-                esc(&r.quantity),
-                esc(&r.reference_text),
-                fmt_ours(r),
-                esc(&r.unit)
-            );
-        }
-        s += "</table>\n";
-        for plot in &p.plots {
-            let _ = writeln!(s, "<img src=\"{}\" alt=\"{}\">", esc(plot), esc(plot));
-        }
-        let _ = writeln!(s, "<p>{}</p>\n</section>", esc(&p.mechanism));
-    }
-    s += "</body>\n</html>\n";
-    s
 }
