@@ -1,6 +1,6 @@
 //! The drive: composition root of the model. Owns the NAND array, the
 //! physical space, the chunk store, the map and the counters, and runs
-//! every host command through them. One file per path: [`write`],
+//! every host command through them. One file per path: [`mod@write`],
 //! [`read`], [`trim`] (and secure erase), [`gc`], [`schedule`] (turning
 //! the NAND work each path records into simulated time), [`persist`]
 //! (images), [`check`] (the invariant checker) and [`stats`].
