@@ -5,6 +5,7 @@
 //! The server's life itself is [`duraflash::nbd::Listening`]'s.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +14,7 @@ use serde::Serialize;
 
 use duraflash::config::{DriveConfig, Media};
 use duraflash::host::raid::{Array, Layout, Level, TrimPolicy, DEFAULT_STRIPE_BYTES};
+use duraflash::image::ImageLock;
 use duraflash::nbd::listen::Event;
 use duraflash::nbd::metrics::summary_line;
 use duraflash::nbd::{ExportConfig, Listening, ServeError, ServedDevice, Server, Snapshot};
@@ -71,7 +73,61 @@ fn array_flags(args: &ServeArgs) -> Result<Option<(Level, TrimPolicy)>, Failure>
     }
 }
 
+/// Where the final report goes: stdout, or a file opened for writing at
+/// start-up, so an unwritable `--json PATH` is refused before the server
+/// runs rather than after it has lost the report. A file this run created
+/// and never wrote is removed again, however the run ends.
+enum ReportOut {
+    Stdout,
+    File { file: std::fs::File, path: PathBuf, created: bool, written: bool },
+}
+
+impl ReportOut {
+    fn open(json: Option<&Path>) -> Result<Self, Failure> {
+        let Some(path) = json.filter(|p| !is_stdout(p)) else { return Ok(ReportOut::Stdout) };
+        let created = !path.exists();
+        // Not truncated yet: a refused start keeps an earlier report.
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| Failure::Usage(format!("--json {}: cannot write there: {e}", path.display())))?;
+        Ok(ReportOut::File { file, path: path.to_path_buf(), created, written: false })
+    }
+
+    fn write(&mut self, json: &str) -> Result<(), Failure> {
+        match self {
+            ReportOut::Stdout => {
+                println!("{json}");
+                std::io::stdout().flush().map_err(|e| Failure::Run(e.to_string()))
+            }
+            ReportOut::File { file, path, written, .. } => {
+                *written = true;
+                // Truncated only now, and only a regular file (not /dev/stdout or a pipe).
+                file.metadata()
+                    .and_then(|m| if m.is_file() { file.set_len(0) } else { Ok(()) })
+                    .and_then(|_| file.write_all(json.as_bytes()))
+                    .and_then(|_| file.write_all(b"\n"))
+                    .and_then(|_| file.flush())
+                    .map_err(|e| Failure::Run(format!("--json {}: {e}", path.display())))
+            }
+        }
+    }
+}
+
+impl Drop for ReportOut {
+    fn drop(&mut self) {
+        if let ReportOut::File { path, created: true, written: false, .. } = self {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
 pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
+    if args.qd == 0 {
+        return Err(Failure::Usage("--qd: must be at least 1".into()));
+    }
     if !args.stats_interval.is_finite() || args.stats_interval < 0.0 {
         return Err(Failure::Usage(format!(
             "--stats-interval: '{}' is not a number of seconds >= 0",
@@ -85,7 +141,18 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
         .map_err(|_| Failure::Usage(format!("--stats-interval {}: out of range", args.stats_interval)))?;
     let array = array_flags(&args)?;
     let cfg = args.drive.build(Some(SERVE_DEFAULT_CAPACITY)).map_err(Failure::Usage)?;
+    let mut out = ReportOut::open(args.json.as_deref())?;
     let Some((level, driver)) = array else {
+        // Taken before the image is read or created, held until the server
+        // has finished with it (dropped on return, or with the process): a
+        // second server on the same image would overwrite this one's
+        // acknowledged writes with its own checkpoints.
+        let _lock = args
+            .image
+            .as_deref()
+            .map(ImageLock::acquire)
+            .transpose()
+            .map_err(|e| Failure::Run(format!("--image: {e}")))?;
         let fresh_image = args.image.as_deref().filter(|p| !p.exists());
         let drive = crate::open_drive(cfg.clone(), args.image.as_deref())?;
         if fresh_image.is_some() {
@@ -93,7 +160,7 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
             crate::save_image(&drive, fresh_image)?;
         }
         let description = format!("{} ({}, {})", cfg.name, ByteSize(cfg.logical_bytes), cfg.firmware.name);
-        return export(drive, &args, &cfg, (cfg.name.clone(), description), None, interval);
+        return export(drive, &args, &cfg, (cfg.name.clone(), description), None, interval, &mut out);
     };
     let stripe = args.stripe.map_or(DEFAULT_STRIPE_BYTES, |s| s.0);
     let members = (0..args.members)
@@ -108,7 +175,7 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
         ByteSize(stripe)
     );
     let raid = RaidReport { members: args.members, stripe_bytes: stripe, driver, layout: *array.layout() };
-    export(array, &args, &cfg, (name, description), Some(raid), interval)
+    export(array, &args, &cfg, (name, description), Some(raid), interval, &mut out)
 }
 
 /// Serves `dev` (called `name`, offered with `description`) until a
@@ -120,6 +187,7 @@ fn export<D: ServedDevice>(
     (name, description): (String, String),
     raid: Option<RaidReport>,
     interval: Duration,
+    out: &mut ReportOut,
 ) -> Result<(), Failure> {
     if cfg.media == Media::MetadataOnly {
         eprintln!("duraflash: note: --media metadata-only keeps no data; reads of written units fail with ENOTSUP");
@@ -175,15 +243,7 @@ fn export<D: ServedDevice>(
         snapshot: finished.snapshot,
     };
     let json = serde_json::to_string_pretty(&report).map_err(|e| Failure::Run(e.to_string()))?;
-    match args.json.as_deref() {
-        Some(p) if !is_stdout(p) => {
-            std::fs::write(p, json + "\n").map_err(|e| Failure::Run(format!("--json {}: {e}", p.display())))?
-        }
-        _ => {
-            println!("{json}");
-            std::io::stdout().flush().map_err(|e| Failure::Run(e.to_string()))?;
-        }
-    }
+    out.write(&json)?;
     if invariants != "ok" {
         return Err(Failure::Run(format!("drive invariant broken: {invariants}")));
     }
