@@ -289,7 +289,13 @@ struct ServeArgs {
     /// Depth of the simulated host queue served commands are issued through.
     #[arg(long, default_value_t = 32)]
     qd: u32,
-    /// Write the final JSON report to PATH instead of stdout.
+    /// Check the drive's invariants at start and then this often if it
+    /// changed (the drive is locked meanwhile; 0: only at shutdown). The
+    /// latest result is the duraflash_invariants_* metrics.
+    #[arg(long, default_value = "60s", value_parser = serve::parse_duration, allow_negative_numbers = true)]
+    check_interval: std::time::Duration,
+    /// Write the final JSON report to PATH instead of stdout (checked for
+    /// writing at start).
     #[arg(long)]
     json: Option<PathBuf>,
     /// Drive image: resumed when it exists, created otherwise; saved before

@@ -124,6 +124,29 @@ impl Drop for ReportOut {
     }
 }
 
+/// A duration flag's value: seconds (`600`, `1.5`), or a number with `s`,
+/// `m` or `h` (`90s`, `10m`, `1h`).
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let (number, unit) = match t.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => t.split_at(i),
+        None => (t, "s"),
+    };
+    let scale = match unit {
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(format!("unknown unit '{unit}' (valid: s, m, h; a plain number is seconds)")),
+    };
+    number
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|n| n.is_finite() && *n >= 0.0)
+        .and_then(|n| Duration::try_from_secs_f64(n * scale).ok())
+        .ok_or_else(|| "not a duration >= 0 (e.g. 600, 90s, 10m, 1h)".to_string())
+}
+
 pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
     if args.qd == 0 {
         return Err(Failure::Usage("--qd: must be at least 1".into()));
@@ -208,11 +231,13 @@ fn export<D: ServedDevice>(
     if let Some(path) = &args.image {
         server = server.with_image(path.clone());
     }
-    let listening = Listening::bind(server, args.listen, args.metrics).map_err(|e| match e {
-        ServeError::BindMetrics { addr, source } => Failure::Run(format!("--metrics {addr}: {source}")),
-        ServeError::BindNbd { addr, source } => Failure::Run(format!("--listen {addr}: {source}")),
-        e => Failure::Run(e.to_string()),
-    })?;
+    let listening = Listening::bind(server, args.listen, args.metrics)
+        .map_err(|e| match e {
+            ServeError::BindMetrics { addr, source } => Failure::Run(format!("--metrics {addr}: {source}")),
+            ServeError::BindNbd { addr, source } => Failure::Run(format!("--listen {addr}: {source}")),
+            e => Failure::Run(e.to_string()),
+        })?
+        .with_check_interval(args.check_interval);
     // The addresses bound, which differ from those asked for when a port is 0.
     eprintln!(
         "duraflash: serving {name} ({} bytes) at nbd://{}/{}{}",
@@ -226,6 +251,7 @@ fn export<D: ServedDevice>(
             Event::Tick(s) => eprintln!("{}", summary_line(s)),
             Event::Refused(e) => eprintln!("duraflash: connection refused: {e}"),
             Event::AcceptFailed(e) => eprintln!("duraflash: accept: {e}"),
+            Event::InvariantBroken(e) => eprintln!("duraflash: drive invariant broken: {e}"),
             Event::ShuttingDown => eprintln!("duraflash: shutting down"),
         })
         .map_err(|e| match e {

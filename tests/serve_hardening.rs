@@ -4,12 +4,15 @@
 //! the real binary on ports it binds itself (port 0) and reads them from
 //! its "serving" line on stderr.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use duraflash::nbd::protocol::*;
 
 /// A running `duraflash serve`, killed on drop.
 struct Serve {
@@ -82,6 +85,18 @@ impl Serve {
         let mut out = String::new();
         self.child.stdout.take().expect("stdout piped").read_to_string(&mut out).expect("stdout");
         (code, out)
+    }
+
+    /// `GET /metrics`, its text and how long it took.
+    fn scrape(&self) -> (String, Duration) {
+        let started = Instant::now();
+        let mut s = TcpStream::connect(("127.0.0.1", self.metrics_port.expect("--metrics given"))).expect("metrics");
+        s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+        s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").expect("request");
+        let mut text = String::new();
+        s.read_to_string(&mut text).expect("response");
+        assert!(text.starts_with("HTTP/1.0 200"), "metrics answer: {text}");
+        (text, started.elapsed())
     }
 }
 
@@ -196,4 +211,130 @@ fn an_unwritable_json_path_is_refused_at_start_up() {
     assert!(!refused.exists(), "a failed start leaves no empty report");
     drop(holder);
     std::fs::remove_dir_all(&d).ok();
+}
+
+#[test]
+fn a_scrape_is_not_stalled_by_slow_clients() {
+    let served = Serve::start(&["--metrics", "127.0.0.1:0"]);
+    let port = served.metrics_port.expect("metrics port");
+    // Slow clients: a partial request line each, then nothing.
+    let slow: Vec<TcpStream> = (0..20)
+        .map(|_| {
+            let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+            s.write_all(b"GET /metr").expect("partial request");
+            s
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(100));
+    let (text, took) = served.scrape();
+    eprintln!("scrape with {} slow clients took {took:?}", slow.len());
+    assert!(took < Duration::from_secs(1), "scrape took {took:?}");
+    assert!(text.contains("duraflash_host_write_bytes_total"), "{text}");
+    // Many scrapes at once are answered too.
+    let started = Instant::now();
+    let scrapes: Vec<_> = (0..8)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+                s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").expect("request");
+                let mut text = String::new();
+                s.read_to_string(&mut text).expect("response");
+                text.starts_with("HTTP/1.0 200")
+            })
+        })
+        .collect();
+    assert!(scrapes.into_iter().all(|h| h.join().expect("scraper")));
+    assert!(started.elapsed() < Duration::from_secs(2), "8 scrapes took {:?}", started.elapsed());
+    drop(slow);
+}
+
+#[test]
+fn the_last_invariant_check_is_exported() {
+    let served = Serve::start(&["--metrics", "127.0.0.1:0", "--check-interval", "1"]);
+    let value = |text: &str, name: &str| -> Option<f64> {
+        text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+    };
+    let (text, _) = served.scrape();
+    assert_eq!(value(&text, "duraflash_invariants_ok"), Some(1.0), "{text}");
+    let first = value(&text, "duraflash_invariants_checked_timestamp_seconds").expect("check time");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs_f64();
+    assert!((now - first).abs() < 60.0, "wall clock time of the check: {first} (now {now})");
+    // A write makes the next interval check again.
+    let mut c = NbdClient::go(served.port).expect("handshake");
+    c.write(0, &[0xab; 4096]);
+    std::thread::sleep(Duration::from_millis(2500));
+    let (text, _) = served.scrape();
+    assert_eq!(value(&text, "duraflash_invariants_ok"), Some(1.0), "{text}");
+    let later = value(&text, "duraflash_invariants_checked_timestamp_seconds").expect("check time");
+    assert!(later > first, "checked again after a write: {first} -> {later}");
+    assert!(value(&text, "duraflash_invariants_checked_sim_seconds").is_some(), "{text}");
+}
+
+/// A raw NBD client: `NBD_OPT_GO`, then simple replies.
+struct NbdClient {
+    s: TcpStream,
+}
+
+/// An option request.
+fn option(option: u32, data: &[u8]) -> Vec<u8> {
+    let mut v = OPTS_MAGIC.to_be_bytes().to_vec();
+    v.extend_from_slice(&option.to_be_bytes());
+    v.extend_from_slice(&(data.len() as u32).to_be_bytes());
+    v.extend_from_slice(data);
+    v
+}
+
+impl NbdClient {
+    /// Negotiates with `NBD_OPT_GO`: the client, or the first error reply's type and message.
+    fn go(port: u16) -> Result<Self, (u32, String)> {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+        let mut greeting = [0u8; 18];
+        s.read_exact(&mut greeting).expect("greeting");
+        assert_eq!(&greeting[..8], &INIT_MAGIC.to_be_bytes());
+        s.write_all(&(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES).to_be_bytes()).expect("flags");
+        let mut data = 0u32.to_be_bytes().to_vec(); // the default export
+        data.extend_from_slice(&0u16.to_be_bytes());
+        s.write_all(&option(OPT_GO, &data)).expect("go");
+        loop {
+            let mut head = [0u8; 20];
+            s.read_exact(&mut head).expect("option reply");
+            let kind = u32::from_be_bytes(head[12..16].try_into().expect("4 bytes"));
+            let len = u32::from_be_bytes(head[16..20].try_into().expect("4 bytes"));
+            let mut body = vec![0u8; len as usize];
+            s.read_exact(&mut body).expect("option reply data");
+            match kind {
+                REP_ACK => return Ok(NbdClient { s }),
+                REP_INFO => {}
+                _ => return Err((kind, String::from_utf8_lossy(&body).into_owned())),
+            }
+        }
+    }
+
+    fn request(&mut self, command: u16, offset: u64, length: u32, data: &[u8]) -> u32 {
+        let mut r = REQUEST_MAGIC.to_be_bytes().to_vec();
+        r.extend_from_slice(&0u16.to_be_bytes());
+        r.extend_from_slice(&command.to_be_bytes());
+        r.extend_from_slice(&7u64.to_be_bytes());
+        r.extend_from_slice(&offset.to_be_bytes());
+        r.extend_from_slice(&length.to_be_bytes());
+        r.extend_from_slice(data);
+        self.s.write_all(&r).expect("request");
+        let mut reply = [0u8; 16];
+        self.s.read_exact(&mut reply).expect("reply");
+        u32::from_be_bytes(reply[4..8].try_into().expect("4 bytes"))
+    }
+
+    fn write(&mut self, offset: u64, data: &[u8]) {
+        assert_eq!(self.request(1, offset, data.len() as u32, data), 0, "write succeeds");
+    }
+}
+
+#[test]
+fn bad_interval_flags_are_usage_errors() {
+    for (flag, value) in [("--check-interval", "soon"), ("--check-interval", "-1")] {
+        let (code, stderr) = run_to_exit(&["--listen", "127.0.0.1:0", flag, value], Duration::from_secs(30));
+        assert_eq!(code, Some(2), "{flag} {value}: {stderr}");
+        assert!(stderr.contains(flag), "{flag} {value}: {stderr}");
+    }
 }

@@ -22,6 +22,7 @@ use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use super::device::{DeviceError, ServedDevice};
 use super::protocol::{Errno, ProtocolError};
@@ -47,10 +48,23 @@ pub const MAX_CONNECTIONS: usize = 64;
 const IO_BUFFER: usize = 256 << 10;
 
 /// Time a client has to finish the handshake.
-const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Time connections get on shutdown to flush their replies.
-const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// The result of the latest invariant check (see [`Server::check_invariants`]).
+#[derive(Clone, Debug)]
+pub struct InvariantCheck {
+    /// `Err` names the first broken invariant.
+    pub result: Result<(), String>,
+    /// Wall-clock time the check finished, in seconds since the Unix epoch.
+    pub unix_seconds: f64,
+    /// The device's simulated time when it was checked, in seconds.
+    pub sim_seconds: f64,
+    /// Wall time the check took, in seconds (the device is locked meanwhile).
+    pub took_seconds: f64,
+}
 
 /// How the export is offered.
 #[derive(Clone, Debug)]
@@ -74,6 +88,8 @@ struct State<D> {
     /// Whether a write, TRIM or write-zeroes changed the device since the
     /// last checkpoint.
     dirty: bool,
+    /// Whether one changed it since the last invariant check (or none ran yet).
+    unchecked: bool,
 }
 
 /// The command kinds, in `State::latency` order.
@@ -81,7 +97,7 @@ const KINDS: [CommandKind; 3] = [CommandKind::Read, CommandKind::Write, CommandK
 
 impl<D> State<D> {
     fn new(dev: D, queue: HostQueue) -> Self {
-        State { dev, queue, latency: Default::default(), dirty: false }
+        State { dev, queue, latency: Default::default(), dirty: false, unchecked: true }
     }
 
     /// Moves the queue's recorded latencies into the histograms.
@@ -102,6 +118,7 @@ pub struct Server<D = Drive> {
     counters: Counters,
     stopping: AtomicBool,
     open: AtomicUsize,
+    last_check: Mutex<Option<InvariantCheck>>,
     /// Open sockets (to shut them down on exit) and their threads.
     connections: Mutex<HashMap<u64, (TcpStream, JoinHandle<()>)>>,
 }
@@ -134,6 +151,7 @@ impl<D: ServedDevice> Server<D> {
             counters: Counters::default(),
             stopping: AtomicBool::new(false),
             open: AtomicUsize::new(0),
+            last_check: Mutex::new(None),
             connections: Mutex::new(HashMap::new()),
         }
     }
@@ -192,9 +210,40 @@ impl<D: ServedDevice> Server<D> {
     }
 
     /// The device's invariant check: `Err` names the first broken one (or
-    /// says the device failed earlier).
+    /// says the device failed earlier). The result is kept: see
+    /// [`Server::last_check`]. The device is locked while it runs, which
+    /// on a large drive takes a while: commands wait.
     pub fn check_invariants(&self) -> Result<(), DeviceError> {
-        self.with_device(|d| d.check_invariants()).unwrap_or(Err(DeviceError::Failed))
+        let started = std::time::Instant::now();
+        let checked = self.state.lock().ok().map(|mut s| {
+            s.unchecked = false;
+            (s.dev.check_invariants(), s.dev.now().secs())
+        });
+        let (result, sim_seconds) = checked.unwrap_or((Err(DeviceError::Failed), 0.0));
+        let unix_seconds =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+        let check = InvariantCheck {
+            result: result.as_ref().map(|_| ()).map_err(ToString::to_string),
+            unix_seconds,
+            sim_seconds,
+            took_seconds: started.elapsed().as_secs_f64(),
+        };
+        if let Ok(mut last) = self.last_check.lock() {
+            *last = Some(check);
+        }
+        result
+    }
+
+    /// [`Server::check_invariants`] if a command changed the device since
+    /// the last check (or none ran yet); `None` when it did not need to run.
+    pub fn check_if_changed(&self) -> Option<Result<(), DeviceError>> {
+        let unchecked = self.state.lock().map_or(true, |s| s.unchecked);
+        unchecked.then(|| self.check_invariants())
+    }
+
+    /// The latest invariant check, if one ran.
+    pub fn last_check(&self) -> Option<InvariantCheck> {
+        self.last_check.lock().ok().and_then(|c| c.clone())
     }
 
     /// Serves `stream` on its own thread; refused (closed) when

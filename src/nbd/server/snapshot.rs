@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{ServedDevice, Server};
+use super::{InvariantCheck, ServedDevice, Server};
 use crate::device::Stats;
 use crate::host::smart::Smart;
 use crate::host::QueueSummary;
@@ -102,6 +102,10 @@ pub struct Snapshot {
     /// Simulated latencies, when asked for (see [`Server::snapshot`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency: Option<Latencies>,
+    /// The latest invariant check, if one ran (not in the report, which
+    /// carries the final check's result).
+    #[serde(skip)]
+    pub invariants: Option<InvariantCheck>,
 }
 
 /// Simulated command latencies by kind.
@@ -120,6 +124,7 @@ impl<D: ServedDevice> Server<D> {
     /// `latency`, the simulated latency percentiles too (from fixed-size
     /// histograms, to within 0.4 %). `None` when a command panicked earlier.
     pub fn snapshot(&self, latency: bool) -> Option<Snapshot> {
+        let invariants = self.last_check();
         let mut s = self.state.lock().ok()?;
         s.fold();
         let elapsed = s.queue.finished_at().0.saturating_sub(s.queue.started_at().0);
@@ -151,6 +156,7 @@ impl<D: ServedDevice> Server<D> {
                 write: s.latency[1].summary(elapsed),
                 trim: s.latency[2].summary(elapsed),
             }),
+            invariants,
         })
     }
 }
