@@ -289,6 +289,14 @@ struct ServeArgs {
     /// Depth of the simulated host queue served commands are issued through.
     #[arg(long, default_value_t = 32)]
     qd: u32,
+    /// Clients served at once; one more gets the NBD error "too many
+    /// connections" during its handshake (its tool says so), not a silent close.
+    #[arg(long, default_value_t = 64)]
+    max_connections: usize,
+    /// Disconnect a client that sends no request (or leaves replies unread)
+    /// for this long, freeing its slot: 600, 90s, 10m, 1h (0: never).
+    #[arg(long, default_value = "10m", value_parser = serve::parse_duration)]
+    idle_timeout: std::time::Duration,
     /// Check the drive's invariants at start and then this often if it
     /// changed (the drive is locked meanwhile; 0: only at shutdown). The
     /// latest result is the duraflash_invariants_* metrics.

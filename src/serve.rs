@@ -17,7 +17,7 @@ use duraflash::host::raid::{Array, Layout, Level, TrimPolicy, DEFAULT_STRIPE_BYT
 use duraflash::image::ImageLock;
 use duraflash::nbd::listen::Event;
 use duraflash::nbd::metrics::summary_line;
-use duraflash::nbd::{ExportConfig, Listening, ServeError, ServedDevice, Server, Snapshot};
+use duraflash::nbd::{ExportConfig, Limits, Listening, ServeError, ServedDevice, Server, Snapshot};
 use duraflash::{ByteSize, Drive};
 
 use crate::commands::{is_stdout, Provenance};
@@ -151,6 +151,9 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
     if args.qd == 0 {
         return Err(Failure::Usage("--qd: must be at least 1".into()));
     }
+    if args.max_connections == 0 {
+        return Err(Failure::Usage("--max-connections: must be at least 1".into()));
+    }
     if !args.stats_interval.is_finite() || args.stats_interval < 0.0 {
         return Err(Failure::Usage(format!(
             "--stats-interval: '{}' is not a number of seconds >= 0",
@@ -227,7 +230,11 @@ fn export<D: ServedDevice>(
         description: format!("duraflash {description}"),
         queue_depth: args.qd,
     };
-    let mut server = Server::new(dev, export);
+    let limits = Limits {
+        max_connections: args.max_connections,
+        idle_timeout: Some(args.idle_timeout).filter(|t| !t.is_zero()),
+    };
+    let mut server = Server::new(dev, export).with_limits(limits);
     if let Some(path) = &args.image {
         server = server.with_image(path.clone());
     }

@@ -77,6 +77,10 @@ impl Serve {
         self.stderr.lock().expect("stderr buffer").clone()
     }
 
+    fn uri(&self) -> String {
+        format!("nbd://127.0.0.1:{}/duraflash", self.port)
+    }
+
     /// SIGTERM, then the exit code and stdout.
     fn stop(mut self) -> (Option<i32>, String) {
         let status = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
@@ -254,7 +258,15 @@ fn the_last_invariant_check_is_exported() {
     let value = |text: &str, name: &str| -> Option<f64> {
         text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
     };
-    let (text, _) = served.scrape();
+    // Checked at start: soon after the "serving" line.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let text = loop {
+        let (text, _) = served.scrape();
+        if text.contains("duraflash_invariants_ok") || Instant::now() > deadline {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     assert_eq!(value(&text, "duraflash_invariants_ok"), Some(1.0), "{text}");
     let first = value(&text, "duraflash_invariants_checked_timestamp_seconds").expect("check time");
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs_f64();
@@ -328,11 +340,97 @@ impl NbdClient {
     fn write(&mut self, offset: u64, data: &[u8]) {
         assert_eq!(self.request(1, offset, data.len() as u32, data), 0, "write succeeds");
     }
+
+    fn flush(&mut self) {
+        assert_eq!(self.request(3, 0, 0, &[]), 0, "flush succeeds");
+    }
+
+    /// Whether the server has closed the connection (reads end of file within `timeout`).
+    fn closed_within(&mut self, timeout: Duration) -> bool {
+        self.s.set_read_timeout(Some(timeout)).expect("timeout");
+        let mut b = [0u8; 1];
+        match self.s.read(&mut b) {
+            Ok(0) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => true,
+            other => {
+                eprintln!("connection still open: {other:?}");
+                false
+            }
+        }
+    }
+}
+
+fn have(tool: &str, package: &str) -> bool {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        assert!(std::env::var_os("CI").is_none(), "{tool} is missing: install the Debian package {package}");
+        eprintln!("skipping: {tool} not found (install the Debian package {package})");
+    }
+    found
 }
 
 #[test]
-fn bad_interval_flags_are_usage_errors() {
-    for (flag, value) in [("--check-interval", "soon"), ("--check-interval", "-1")] {
+fn a_client_beyond_max_connections_is_refused_with_a_message() {
+    let served = Serve::start(&["--max-connections", "2"]);
+    let mut held: Vec<NbdClient> = (0..2).map(|_| NbdClient::go(served.port).expect("within the limit")).collect();
+    let started = Instant::now();
+    let refusal = NbdClient::go(served.port).err().expect("a third client is refused");
+    eprintln!("refused in {:?}: {refusal:?}", started.elapsed());
+    assert_eq!(refusal.0, REP_ERR_POLICY, "{refusal:?}");
+    assert!(refusal.1.contains("too many connections") && refusal.1.contains("2"), "{refusal:?}");
+    // qemu prints the server's message; libnbd 1.14 ("Operation not
+    // supported") only in its debug output.
+    if have("qemu-io", "qemu-utils") {
+        let out = Command::new("qemu-io")
+            .args(["-f", "raw", "-c", "read 0 512", &served.uri()])
+            .output()
+            .expect("qemu-io runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        eprintln!("qemu-io: {stderr}");
+        assert!(!out.status.success());
+        assert!(stderr.contains("too many connections"), "qemu-io prints the reason: {stderr}");
+    }
+    if have("nbdinfo", "libnbd-bin") {
+        let out = Command::new("nbdinfo").arg(served.uri()).env("LIBNBD_DEBUG", "1").output().expect("nbdinfo runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(stderr.contains("server error message: too many connections"), "nbdinfo hears the reason: {stderr}");
+    }
+    // The clients holding the slots are unaffected, and a freed slot is taken again.
+    held[0].write(0, &[1; 512]);
+    held.pop();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while NbdClient::go(served.port).is_err() {
+        assert!(Instant::now() < deadline, "a freed slot is taken again");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    held[0].flush();
+}
+
+#[test]
+fn an_idle_client_is_disconnected_and_its_slot_freed() {
+    let served = Serve::start(&["--max-connections", "1", "--idle-timeout", "1s", "--metrics", "127.0.0.1:0"]);
+    let mut idle = NbdClient::go(served.port).expect("first client");
+    assert!(NbdClient::go(served.port).is_err(), "the only slot is taken");
+    let started = Instant::now();
+    assert!(idle.closed_within(Duration::from_secs(10)), "idle client disconnected");
+    let took = started.elapsed();
+    eprintln!("idle client closed after {took:?}");
+    assert!(took >= Duration::from_millis(800) && took < Duration::from_secs(5), "{took:?}");
+    let mut next = NbdClient::go(served.port).expect("a new client gets in");
+    next.write(4096, &[2; 4096]);
+    let (text, _) = served.scrape();
+    assert!(text.contains("\nduraflash_nbd_idle_disconnects_total 1\n"), "{text}");
+    assert!(text.contains("\nduraflash_nbd_refused_total 1\n"), "{text}");
+}
+
+#[test]
+fn bad_limit_flags_are_usage_errors() {
+    for (flag, value) in [("--max-connections", "0"), ("--idle-timeout", "soon"), ("--check-interval", "-1")] {
         let (code, stderr) = run_to_exit(&["--listen", "127.0.0.1:0", flag, value], Duration::from_secs(30));
         assert_eq!(code, Some(2), "{flag} {value}: {stderr}");
         assert!(stderr.contains(flag), "{flag} {value}: {stderr}");

@@ -95,6 +95,8 @@ pub fn prometheus(s: &Snapshot) -> String {
     metric("nbd_connections_total", "counter", "Connections accepted.", sv.connections as f64);
     metric("nbd_open_connections", "gauge", "Connections open.", sv.open_connections as f64);
     metric("nbd_errors_total", "counter", "Requests answered with an error.", sv.errors as f64);
+    metric("nbd_refused_total", "counter", "Clients refused at the connection limit.", sv.refused as f64);
+    metric("nbd_idle_disconnects_total", "counter", "Clients disconnected when idle.", sv.idle_disconnects as f64);
     if let Some(c) = &s.invariants {
         metric(
             "invariants_ok",

@@ -41,8 +41,20 @@ pub use snapshot::{Latencies, Served, Snapshot};
 /// Largest read or write payload served (32 MiB): bounds a connection's memory.
 pub const MAX_PAYLOAD: u32 = 32 << 20;
 
-/// Connections served at once; further ones are closed on accept.
+/// Connections served at once by default ([`Limits::max_connections`]).
 pub const MAX_CONNECTIONS: usize = 64;
+
+/// Default time a client in transmission may stay silent before it is
+/// disconnected ([`Limits::idle_timeout`]): generous, since a mounted
+/// filesystem with nothing to do sends nothing.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Clients beyond the limit being told so at once; further ones are closed
+/// without a word (a flood of them must not cost a thread each).
+const MAX_REFUSING: usize = 16;
+
+/// Time a refused client gets to read its refusal.
+const REFUSAL_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Socket buffer sizes of a connection.
 const IO_BUFFER: usize = 256 << 10;
@@ -52,6 +64,26 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Time connections get on shutdown to flush their replies.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// How many clients the server takes, and how long it waits on them.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Connections served at once. A client beyond them gets the
+    /// greeting, then `NBD_REP_ERR_POLICY` ("too many connections") to
+    /// every option but `NBD_OPT_ABORT`, so it can say why; one that
+    /// sends `NBD_OPT_EXPORT_NAME`, which has no error reply, is closed.
+    pub max_connections: usize,
+    /// Time a client in transmission may send no request (or leave a
+    /// reply unread) before it is disconnected, freeing its slot; `None`
+    /// (or zero): as long as it likes.
+    pub idle_timeout: Option<Duration>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_connections: MAX_CONNECTIONS, idle_timeout: Some(IDLE_TIMEOUT) }
+    }
+}
 
 /// The result of the latest invariant check (see [`Server::check_invariants`]).
 #[derive(Clone, Debug)]
@@ -116,11 +148,23 @@ pub struct Server<D = Drive> {
     image: Option<std::path::PathBuf>,
     size: u64,
     counters: Counters,
+    limits: Limits,
     stopping: AtomicBool,
     open: AtomicUsize,
+    /// Refused clients being answered now (at most [`MAX_REFUSING`]).
+    refusing: Arc<AtomicUsize>,
     last_check: Mutex<Option<InvariantCheck>>,
     /// Open sockets (to shut them down on exit) and their threads.
     connections: Mutex<HashMap<u64, (TcpStream, JoinHandle<()>)>>,
+}
+
+/// A place counted in a gauge, given back when dropped.
+struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// A request that fails: the NBD error and a message for the user.
@@ -149,8 +193,10 @@ impl<D: ServedDevice> Server<D> {
             image: None,
             size,
             counters: Counters::default(),
+            limits: Limits::default(),
             stopping: AtomicBool::new(false),
             open: AtomicUsize::new(0),
+            refusing: Arc::new(AtomicUsize::new(0)),
             last_check: Mutex::new(None),
             connections: Mutex::new(HashMap::new()),
         }
@@ -162,6 +208,18 @@ impl<D: ServedDevice> Server<D> {
     pub fn with_image(mut self, path: std::path::PathBuf) -> Self {
         self.image = Some(path);
         self
+    }
+
+    /// Serves at most `limits.max_connections` clients at once, and
+    /// disconnects idle ones (see [`Limits`]).
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The connection limits.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 
     /// Saves the device to the image, changed or not (on shutdown).
@@ -246,11 +304,15 @@ impl<D: ServedDevice> Server<D> {
         self.last_check.lock().ok().and_then(|c| c.clone())
     }
 
-    /// Serves `stream` on its own thread; refused (closed) when
-    /// [`MAX_CONNECTIONS`] are open or the server is stopping.
+    /// Serves `stream` on its own thread. Closed at once when the server
+    /// is stopping; refused with a message when
+    /// [`Limits::max_connections`] are open.
     pub fn spawn(self: &Arc<Self>, stream: TcpStream) -> io::Result<()> {
-        if self.stopping.load(Ordering::SeqCst) || self.open.load(Ordering::SeqCst) >= MAX_CONNECTIONS {
+        if self.stopping.load(Ordering::SeqCst) {
             return stream.shutdown(Shutdown::Both);
+        }
+        if self.open.load(Ordering::SeqCst) >= self.limits.max_connections {
+            return self.refuse(stream);
         }
         stream.set_nodelay(true)?;
         let keep = stream.try_clone()?;
@@ -262,13 +324,17 @@ impl<D: ServedDevice> Server<D> {
         self.open.fetch_add(1, Ordering::SeqCst);
         let server = Arc::clone(self);
         // A client gets HANDSHAKE_TIMEOUT to negotiate; once in
-        // transmission it may sit idle as long as it likes.
+        // transmission it may be silent for the idle timeout. One that
+        // leaves its replies unread as long is cut off too: a blocked
+        // write would hold its slot forever.
+        let idle = self.limits.idle_timeout.filter(|t| !t.is_zero());
         reader.set_read_timeout(Some(HANDSHAKE_TIMEOUT))?;
+        reader.set_write_timeout(idle)?;
         let negotiated = reader.try_clone()?;
         let handle = std::thread::Builder::new().name(format!("nbd-{id}")).spawn(move || {
             // A client that breaks the protocol or vanishes ends only its own connection.
             let _ = server.serve_with(reader, stream, || {
-                let _ = negotiated.set_read_timeout(None);
+                let _ = negotiated.set_read_timeout(idle);
             });
             server.open.fetch_sub(1, Ordering::SeqCst);
             if let Ok(mut conns) = server.connections.lock() {
@@ -284,6 +350,35 @@ impl<D: ServedDevice> Server<D> {
                 return Err(e);
             }
         }
+        Ok(())
+    }
+
+    /// Tells a client beyond the connection limit why it is not served, on
+    /// a short-lived thread of its own; closes it without a word when
+    /// [`MAX_REFUSING`] others are being told already.
+    fn refuse(self: &Arc<Self>, stream: TcpStream) -> io::Result<()> {
+        self.counters.refused.fetch_add(1, Ordering::Relaxed);
+        if self.refusing.fetch_add(1, Ordering::SeqCst) >= MAX_REFUSING {
+            self.refusing.fetch_sub(1, Ordering::SeqCst);
+            return stream.shutdown(Shutdown::Both);
+        }
+        let slot = Slot(Arc::clone(&self.refusing));
+        stream.set_read_timeout(Some(REFUSAL_TIMEOUT))?;
+        stream.set_write_timeout(Some(REFUSAL_TIMEOUT))?;
+        let reader = stream.try_clone()?;
+        let server = Arc::clone(self);
+        let message = format!(
+            "too many connections: this server serves at most {} at once; try again later",
+            self.limits.max_connections
+        );
+        std::thread::Builder::new().name("nbd-refuse".into()).spawn(move || {
+            let _slot = slot;
+            let mut r = BufReader::new(reader);
+            let mut w = BufWriter::new(&stream);
+            let _ = server.refusal(&mut r, &mut w, &message).and_then(|_| Ok(w.flush()?));
+            drop(w);
+            let _ = stream.shutdown(Shutdown::Both);
+        })?;
         Ok(())
     }
 

@@ -26,6 +26,8 @@ pub(super) struct Counters {
     pub(super) checkpoint_micros: AtomicU64,
     pub(super) block_status: AtomicU64,
     pub(super) errors: AtomicU64,
+    pub(super) refused: AtomicU64,
+    pub(super) idle_disconnects: AtomicU64,
     pub(super) read_bytes: AtomicU64,
     pub(super) write_bytes: AtomicU64,
 }
@@ -68,6 +70,10 @@ pub struct Served {
     pub block_status: u64,
     /// Requests answered with an error.
     pub errors: u64,
+    /// Clients refused because the connection limit was reached.
+    pub refused: u64,
+    /// Clients disconnected after the idle timeout.
+    pub idle_disconnects: u64,
     /// Bytes read by clients.
     pub read_bytes: u64,
     /// Bytes written by clients.
@@ -148,6 +154,8 @@ impl<D: ServedDevice> Server<D> {
                 checkpoint_seconds: get(&c.checkpoint_micros) as f64 / 1e6,
                 block_status: get(&c.block_status),
                 errors: get(&c.errors),
+                refused: get(&c.refused),
+                idle_disconnects: get(&c.idle_disconnects),
                 read_bytes: get(&c.read_bytes),
                 write_bytes: get(&c.write_bytes),
             },
