@@ -289,8 +289,8 @@ struct ServeArgs {
     /// Depth of the simulated host queue served commands are issued through.
     #[arg(long, default_value_t = 32)]
     qd: u32,
-    /// Clients served at once; one more gets the NBD error "too many
-    /// connections" during its handshake (its tool says so), not a silent close.
+    /// Clients served at once; one more is refused in its handshake with
+    /// NBD_REP_ERR_POLICY "too many connections" (qemu prints it), not closed silently.
     #[arg(long, default_value_t = 64)]
     max_connections: usize,
     /// Disconnect a client that sends no request (or leaves replies unread)
