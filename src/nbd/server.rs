@@ -12,9 +12,9 @@
 //! and the process side (signals, printing) belongs to the CLI.
 //!
 //! This file holds the server's lifecycle: connections spawned, served
-//! and shut down, checkpoints. [`handshake`] negotiates, [`transmission`]
-//! reads requests and writes replies, [`execute`] runs commands on the
-//! device, [`snapshot`] reports.
+//! and shut down, checkpoints. `handshake` negotiates, `transmission`
+//! reads requests and writes replies, `execute` runs commands on the
+//! device, `snapshot` reports.
 
 use std::collections::HashMap;
 use std::io::{self, BufReader, BufWriter, Read, Write};
@@ -385,7 +385,7 @@ impl<D: ServedDevice> Server<D> {
     /// Stops serving: later requests get `ESHUTDOWN`; each connection
     /// stops reading, finishes and answers what it has read, and flushes
     /// its replies; a client that does not take them within
-    /// [`SHUTDOWN_GRACE`] is cut off.
+    /// `SHUTDOWN_GRACE` (2 s) is cut off.
     pub fn shutdown(&self) {
         self.stopping.store(true, Ordering::SeqCst);
         let conns: Vec<(TcpStream, JoinHandle<()>)> = match self.connections.lock() {
