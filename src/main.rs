@@ -128,7 +128,21 @@ struct ServeArgs {
     /// Depth of the simulated host queue served commands are issued through.
     #[arg(long, default_value_t = 32)]
     qd: u32,
-    /// Write the final JSON report to PATH instead of stdout.
+    /// Clients served at once; one more is refused in its handshake with
+    /// NBD_REP_ERR_POLICY "too many connections" (qemu prints it), not closed silently.
+    #[arg(long, default_value_t = 64)]
+    max_connections: usize,
+    /// Disconnect a client that sends no request (or leaves replies unread)
+    /// for this long, freeing its slot: 600, 90s, 10m, 1h (0: never).
+    #[arg(long, default_value = "10m", value_parser = serve::parse_duration)]
+    idle_timeout: std::time::Duration,
+    /// Check the drive's invariants at start and then this often if it
+    /// changed (the drive is locked meanwhile; 0: only at shutdown). The
+    /// latest result is the duraflash_invariants_* metrics.
+    #[arg(long, default_value = "60s", value_parser = serve::parse_duration, allow_negative_numbers = true)]
+    check_interval: std::time::Duration,
+    /// Write the final JSON report to PATH instead of stdout (checked for
+    /// writing at start).
     #[arg(long)]
     json: Option<PathBuf>,
     /// Drive image: resumed when it exists, created otherwise; saved before

@@ -5,6 +5,7 @@
 //! The server's life itself is [`duraflash::nbd::Listening`]'s.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,7 +16,7 @@ use duraflash::config::{DriveConfig, Media};
 use duraflash::host::raid::{Array, Layout, Level, TrimPolicy, DEFAULT_STRIPE_BYTES};
 use duraflash::nbd::listen::Event;
 use duraflash::nbd::metrics::summary_line;
-use duraflash::nbd::{ExportConfig, Listening, ServeError, ServedDevice, Server, Snapshot};
+use duraflash::nbd::{ExportConfig, Limits, Listening, ServeError, ServedDevice, Server, Snapshot};
 use duraflash::{ByteSize, Drive};
 
 use crate::commands::{is_stdout, Provenance};
@@ -71,7 +72,87 @@ fn array_flags(args: &ServeArgs) -> Result<Option<(Level, TrimPolicy)>, Failure>
     }
 }
 
+/// Where the final report goes: stdout, or a file opened for writing at
+/// start-up, so an unwritable `--json PATH` is refused before the server
+/// runs rather than after it has lost the report. A file this run created
+/// and never wrote is removed again, however the run ends.
+enum ReportOut {
+    Stdout,
+    File { file: std::fs::File, path: PathBuf, created: bool, written: bool },
+}
+
+impl ReportOut {
+    fn open(json: Option<&Path>) -> Result<Self, Failure> {
+        let Some(path) = json.filter(|p| !is_stdout(p)) else { return Ok(ReportOut::Stdout) };
+        let created = !path.exists();
+        // Not truncated yet: a refused start keeps an earlier report.
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| Failure::Usage(format!("--json {}: cannot write there: {e}", path.display())))?;
+        Ok(ReportOut::File { file, path: path.to_path_buf(), created, written: false })
+    }
+
+    fn write(&mut self, json: &str) -> Result<(), Failure> {
+        match self {
+            ReportOut::Stdout => {
+                println!("{json}");
+                std::io::stdout().flush().map_err(|e| Failure::Run(e.to_string()))
+            }
+            ReportOut::File { file, path, written, .. } => {
+                *written = true;
+                // Truncated only now, and only a regular file (not /dev/stdout or a pipe).
+                file.metadata()
+                    .and_then(|m| if m.is_file() { file.set_len(0) } else { Ok(()) })
+                    .and_then(|_| file.write_all(json.as_bytes()))
+                    .and_then(|_| file.write_all(b"\n"))
+                    .and_then(|_| file.flush())
+                    .map_err(|e| Failure::Run(format!("--json {}: {e}", path.display())))
+            }
+        }
+    }
+}
+
+impl Drop for ReportOut {
+    fn drop(&mut self) {
+        if let ReportOut::File { path, created: true, written: false, .. } = self {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// A duration flag's value: seconds (`600`, `1.5`), or a number with `s`,
+/// `m` or `h` (`90s`, `10m`, `1h`).
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let (number, unit) = match t.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => t.split_at(i),
+        None => (t, "s"),
+    };
+    let scale = match unit {
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(format!("unknown unit '{unit}' (valid: s, m, h; a plain number is seconds)")),
+    };
+    number
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|n| n.is_finite() && *n >= 0.0)
+        .and_then(|n| Duration::try_from_secs_f64(n * scale).ok())
+        .ok_or_else(|| "not a duration >= 0 (e.g. 600, 90s, 10m, 1h)".to_string())
+}
+
 pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
+    if args.qd == 0 {
+        return Err(Failure::Usage("--qd: must be at least 1".into()));
+    }
+    if args.max_connections == 0 {
+        return Err(Failure::Usage("--max-connections: must be at least 1".into()));
+    }
     if !args.stats_interval.is_finite() || args.stats_interval < 0.0 {
         return Err(Failure::Usage(format!(
             "--stats-interval: '{}' is not a number of seconds >= 0",
@@ -85,15 +166,20 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
         .map_err(|_| Failure::Usage(format!("--stats-interval {}: out of range", args.stats_interval)))?;
     let array = array_flags(&args)?;
     let cfg = args.drive.build(Some(SERVE_DEFAULT_CAPACITY)).map_err(Failure::Usage)?;
+    let mut out = ReportOut::open(args.json.as_deref())?;
     let Some((level, driver)) = array else {
+        // The image's lock is taken before it is read or created and held
+        // until the server has finished with it (dropped on return, or with
+        // the process): a second server on the same image would overwrite
+        // this one's acknowledged writes with its own checkpoints.
         let fresh_image = args.image.as_deref().filter(|p| !p.exists());
-        let drive = crate::open_drive(cfg.clone(), args.image.as_deref())?;
+        let (drive, _lock) = crate::open_drive(cfg.clone(), args.image.as_deref())?;
         if fresh_image.is_some() {
             // The image exists from the start: a crash before the first flush resumes this drive.
             crate::save_image(&drive, fresh_image)?;
         }
         let description = format!("{} ({}, {})", cfg.name, ByteSize(cfg.logical_bytes), cfg.firmware.name);
-        return export(drive, &args, &cfg, (cfg.name.clone(), description), None, interval);
+        return export(drive, &args, &cfg, (cfg.name.clone(), description), None, interval, &mut out);
     };
     let stripe = args.stripe.map_or(DEFAULT_STRIPE_BYTES, |s| s.0);
     let members = (0..args.members)
@@ -108,7 +194,7 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
         ByteSize(stripe)
     );
     let raid = RaidReport { members: args.members, stripe_bytes: stripe, driver, layout: *array.layout() };
-    export(array, &args, &cfg, (name, description), Some(raid), interval)
+    export(array, &args, &cfg, (name, description), Some(raid), interval, &mut out)
 }
 
 /// Serves `dev` (called `name`, offered with `description`) until a
@@ -120,6 +206,7 @@ fn export<D: ServedDevice>(
     (name, description): (String, String),
     raid: Option<RaidReport>,
     interval: Duration,
+    out: &mut ReportOut,
 ) -> Result<(), Failure> {
     if cfg.media == Media::MetadataOnly {
         eprintln!("duraflash: note: --media metadata-only keeps no data; reads of written units fail with ENOTSUP");
@@ -136,15 +223,21 @@ fn export<D: ServedDevice>(
         description: format!("duraflash {description}"),
         queue_depth: args.qd,
     };
-    let mut server = Server::new(dev, export);
+    let limits = Limits {
+        max_connections: args.max_connections,
+        idle_timeout: Some(args.idle_timeout).filter(|t| !t.is_zero()),
+    };
+    let mut server = Server::new(dev, export).with_limits(limits);
     if let Some(path) = &args.image {
         server = server.with_image(path.clone());
     }
-    let listening = Listening::bind(server, args.listen, args.metrics).map_err(|e| match e {
-        ServeError::BindMetrics { addr, source } => Failure::Run(format!("--metrics {addr}: {source}")),
-        ServeError::BindNbd { addr, source } => Failure::Run(format!("--listen {addr}: {source}")),
-        e => Failure::Run(e.to_string()),
-    })?;
+    let listening = Listening::bind(server, args.listen, args.metrics)
+        .map_err(|e| match e {
+            ServeError::BindMetrics { addr, source } => Failure::Run(format!("--metrics {addr}: {source}")),
+            ServeError::BindNbd { addr, source } => Failure::Run(format!("--listen {addr}: {source}")),
+            e => Failure::Run(e.to_string()),
+        })?
+        .with_check_interval(args.check_interval);
     // The addresses bound, which differ from those asked for when a port is 0.
     eprintln!(
         "duraflash: serving {name} ({} bytes) at nbd://{}/{}{}",
@@ -158,6 +251,7 @@ fn export<D: ServedDevice>(
             Event::Tick(s) => eprintln!("{}", summary_line(s)),
             Event::Refused(e) => eprintln!("duraflash: connection refused: {e}"),
             Event::AcceptFailed(e) => eprintln!("duraflash: accept: {e}"),
+            Event::InvariantBroken(e) => eprintln!("duraflash: drive invariant broken: {e}"),
             Event::ShuttingDown => eprintln!("duraflash: shutting down"),
         })
         .map_err(|e| match e {
@@ -175,15 +269,7 @@ fn export<D: ServedDevice>(
         snapshot: finished.snapshot,
     };
     let json = serde_json::to_string_pretty(&report).map_err(|e| Failure::Run(e.to_string()))?;
-    match args.json.as_deref() {
-        Some(p) if !is_stdout(p) => {
-            std::fs::write(p, json + "\n").map_err(|e| Failure::Run(format!("--json {}: {e}", p.display())))?
-        }
-        _ => {
-            println!("{json}");
-            std::io::stdout().flush().map_err(|e| Failure::Run(e.to_string()))?;
-        }
-    }
+    out.write(&json)?;
     if invariants != "ok" {
         return Err(Failure::Run(format!("drive invariant broken: {invariants}")));
     }

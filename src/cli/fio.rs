@@ -81,7 +81,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     let mut overrides = args.drive.overrides();
     file.apply_drive(&mut overrides).map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
     let cfg = overrides.build(None).map_err(Failure::usage)?;
-    let mut drive = open_drive(cfg, args.image.as_deref())?;
+    let (mut drive, _lock) = open_drive(cfg, args.image.as_deref())?;
     let capacity = drive.config().logical_bytes;
     let specs = file
         .specs(capacity, drive.config().seed)

@@ -14,6 +14,7 @@ use duraflash::config::overrides::{Capacity, DriveOverrides};
 use duraflash::config::{DriveConfig, GcPolicy, Media};
 use duraflash::content::pattern::DataSpec;
 use duraflash::device::resume::{self, ResumeError};
+use duraflash::image::ImageLock;
 use duraflash::workload::access::Access;
 use duraflash::{ByteSize, Drive};
 
@@ -208,13 +209,18 @@ pub(crate) fn image_failure(e: ResumeError) -> Failure {
         ResumeError::Config(_) => Failure::Usage(e.to_string()),
         ResumeError::Mismatch { .. } => Failure::Usage(format!("--image {e}")),
         ResumeError::Load { .. } | ResumeError::Save { .. } => Failure::Run(format!("--image {e}")),
+        ResumeError::Locked { .. } => Failure::Run(format!("--image: {e}")),
     }
 }
 
 /// The drive the flags describe, or the one saved in `image` when that
-/// file exists (see [`resume::open_or_create`]).
-pub(crate) fn open_drive(cfg: DriveConfig, image: Option<&std::path::Path>) -> Result<Drive, Failure> {
-    resume::open_or_create(cfg, image).map_err(image_failure)
+/// file exists, with the image's lock: hold it until the drive is saved
+/// (see [`resume::open_locked`]).
+pub(crate) fn open_drive(
+    cfg: DriveConfig,
+    image: Option<&std::path::Path>,
+) -> Result<(Drive, Option<ImageLock>), Failure> {
+    resume::open_locked(cfg, image).map_err(image_failure)
 }
 
 /// Saves the drive to `image`, if given.

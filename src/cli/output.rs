@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use duraflash::config::DriveConfig;
 use duraflash::host::smart::Smart;
+use duraflash::image::ImageLock;
 use duraflash::lab::plot::{self, LineChart};
 use duraflash::Drive;
 
@@ -158,7 +159,7 @@ pub(crate) fn on_off(b: bool) -> &'static str {
 
 /// The drive the flags describe, or the one saved in `image` (see
 /// [`super::open_drive`]).
-pub(crate) fn build(drive: &DriveArgs, image: Option<&Path>) -> Result<Drive, Failure> {
+pub(crate) fn build(drive: &DriveArgs, image: Option<&Path>) -> Result<(Drive, Option<ImageLock>), Failure> {
     let cfg = drive.build(None).map_err(Failure::Usage)?;
     open_drive(cfg, image)
 }

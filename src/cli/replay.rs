@@ -179,7 +179,7 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<(), Failure> {
     };
     let (cfg, name, capacity, report, format, spec, smart, array) = match args.members {
         None => {
-            let mut drive = build(&args.drive, args.image.as_deref())?;
+            let (mut drive, _lock) = build(&args.drive, args.image.as_deref())?;
             let (reader, read, total) = open()?;
             let format = reader.format();
             let spec = ReplaySpec {

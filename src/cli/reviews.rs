@@ -81,7 +81,7 @@ pub(crate) fn run_wa(args: WaArgs) -> Result<(), Failure> {
         measure: args.measure,
     };
     spec.validate(&cfg).map_err(Failure::usage)?;
-    let mut drive = open_drive(cfg.clone(), args.image.as_deref())?;
+    let (mut drive, _lock) = open_drive(cfg.clone(), args.image.as_deref())?;
     let report =
         with_phases(args.out.quiet, |progress| wa::run(&mut drive, &spec, cfg.seed, progress)).map_err(Failure::run)?;
     save_image(&drive, args.image.as_deref())?;
@@ -190,7 +190,7 @@ pub(crate) fn hdtach(args: HdtachArgs) -> Result<(), Failure> {
     if args.zones == 0 {
         return Err(Failure::Usage("--zones: must be at least 1".into()));
     }
-    let mut drive = build(&args.drive, args.image.as_deref())?;
+    let (mut drive, _lock) = build(&args.drive, args.image.as_deref())?;
     let seed = drive.config().seed;
     if u64::from(args.zones) * review::HDTACH_REQUEST > drive.config().logical_bytes {
         return Err(Failure::Usage(format!(
@@ -270,7 +270,7 @@ pub(crate) fn atto(args: AttoArgs) -> Result<(), Failure> {
     if args.span.0 < review::ATTO_SIZES[0] {
         return Err(Failure::Usage(format!("--span {}: must hold at least one 512-byte transfer", args.span.0)));
     }
-    let drive = build(&args.drive, args.image.as_deref())?;
+    let (drive, _lock) = build(&args.drive, args.image.as_deref())?;
     let seed = drive.config().seed;
     let points =
         with_progress(&args.out, "atto", |p| review::atto(&drive, args.span.0, seed, p)).map_err(Failure::run)?;
@@ -353,7 +353,7 @@ pub(crate) fn iometer(args: IometerArgs) -> Result<(), Failure> {
     if args.ops == 0 {
         return Err(Failure::Usage("--ops: must be at least 1".into()));
     }
-    let mut drive = build(&args.drive, args.image.as_deref())?;
+    let (mut drive, _lock) = build(&args.drive, args.image.as_deref())?;
     let seed = drive.config().seed;
     let span = args.span.0.min(drive.config().logical_bytes);
     if span < IOMETER_FILL_REQUEST {

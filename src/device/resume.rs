@@ -12,7 +12,7 @@ use thiserror::Error;
 use crate::config::DriveConfig;
 use crate::device::Drive;
 use crate::error::ConfigError;
-use crate::image::{config_diff, ImageError};
+use crate::image::{config_diff, ImageError, ImageLock};
 
 /// Why no drive could be resumed, created or saved.
 #[derive(Debug, Error)]
@@ -31,6 +31,13 @@ pub enum ResumeError {
         path: PathBuf,
         /// The config fields that differ.
         fields: Vec<String>,
+        #[source]
+        source: ImageError,
+    },
+    /// Another process has a drive open on the image
+    /// ([`ImageError::Locked`] names it).
+    #[error("{source}")]
+    Locked {
         #[source]
         source: ImageError,
     },
@@ -72,6 +79,14 @@ pub fn open_or_create(config: DriveConfig, image: Option<&Path>) -> Result<Drive
         }
         _ => Ok(Drive::new(config)?),
     }
+}
+
+/// [`open_or_create`], holding the image's [`ImageLock`] from before it is
+/// read until the returned lock is dropped: the way to open a drive that
+/// will be saved back, so two processes never save over each other.
+pub fn open_locked(config: DriveConfig, image: Option<&Path>) -> Result<(Drive, Option<ImageLock>), ResumeError> {
+    let lock = image.map(ImageLock::acquire).transpose().map_err(|source| ResumeError::Locked { source })?;
+    Ok((open_or_create(config, image)?, lock))
 }
 
 /// Saves `drive` to `image`, if given.

@@ -23,6 +23,10 @@ use super::server::{Server, Snapshot};
 /// How often the accept loop looks at the stop flag when no client connects.
 const POLL: Duration = Duration::from_millis(20);
 
+/// Default time between invariant checks while serving
+/// ([`Listening::with_check_interval`]).
+pub const CHECK_INTERVAL: Duration = Duration::from_secs(60);
+
 /// What can stop a server from starting or finishing.
 #[derive(Debug, Error)]
 pub enum ServeError {
@@ -60,6 +64,9 @@ pub enum Event<'a> {
     Refused(io::Error),
     /// Accepting failed (the loop goes on).
     AcceptFailed(io::Error),
+    /// A periodic invariant check failed (the device keeps serving; the
+    /// final check decides the exit).
+    InvariantBroken(&'a DeviceError),
     /// The stop flag was seen; connections are being shut down.
     ShuttingDown,
 }
@@ -81,6 +88,7 @@ pub struct Listening<D: ServedDevice> {
     listener: TcpListener,
     nbd_addr: SocketAddr,
     metrics_addr: Option<SocketAddr>,
+    check_interval: Duration,
 }
 
 impl<D: ServedDevice> Listening<D> {
@@ -99,7 +107,17 @@ impl<D: ServedDevice> Listening<D> {
             let s = Arc::clone(&server);
             std::thread::Builder::new().name("metrics".into()).spawn(move || serve_metrics(metrics, s))?;
         }
-        Ok(Listening { server, listener, nbd_addr, metrics_addr })
+        Ok(Listening { server, listener, nbd_addr, metrics_addr, check_interval: CHECK_INTERVAL })
+    }
+
+    /// Checks the device's invariants when [`Listening::run`] starts and
+    /// then every `interval` if a command changed it meanwhile (never
+    /// while serving when zero: only on shutdown). The result is kept for
+    /// the metrics ([`Server::last_check`]); the device is locked while a
+    /// check runs, so on a large drive a short interval costs throughput.
+    pub fn with_check_interval(mut self, interval: Duration) -> Self {
+        self.check_interval = interval;
+        self
     }
 
     /// The NBD address bound.
@@ -118,9 +136,10 @@ impl<D: ServedDevice> Listening<D> {
     }
 
     /// Accepts connections until `stop` is set, passing a snapshot to
-    /// `event` every `interval` (never when zero); then shuts the server
-    /// down, checkpoints it (when it has an image) and takes the final
-    /// snapshot and invariant check.
+    /// `event` every `interval` (never when zero) and checking the device
+    /// every check interval (see [`Listening::with_check_interval`]); then
+    /// shuts the server down, checkpoints it (when it has an image) and
+    /// takes the final snapshot and invariant check.
     pub fn run(
         self,
         stop: &AtomicBool,
@@ -129,6 +148,16 @@ impl<D: ServedDevice> Listening<D> {
     ) -> Result<Finished, ServeError> {
         let started = Instant::now();
         let mut last = Instant::now();
+        let checking = !self.check_interval.is_zero();
+        let mut checked = Instant::now();
+        let check = |event: &mut dyn FnMut(Event)| {
+            if let Some(Err(e)) = self.server.check_if_changed() {
+                event(Event::InvariantBroken(&e));
+            }
+        };
+        if checking {
+            check(&mut event);
+        }
         while !stop.load(Ordering::SeqCst) {
             match self.listener.accept() {
                 Ok((stream, _)) => {
@@ -146,6 +175,10 @@ impl<D: ServedDevice> Listening<D> {
                 if let Some(s) = self.server.snapshot(false) {
                     event(Event::Tick(&s));
                 }
+            }
+            if checking && checked.elapsed() >= self.check_interval {
+                check(&mut event);
+                checked = Instant::now();
             }
         }
         event(Event::ShuttingDown);

@@ -1,6 +1,9 @@
 //! Live visibility of a served device: the one-line summary, the
 //! Prometheus text exposition of the same counters, and a minimal
-//! HTTP/1.0 responder for `GET /metrics`.
+//! HTTP/1.0 responder for `GET /metrics`: one short-lived thread per
+//! scrape, at most [`MAX_SCRAPES`] at once, each given
+//! [`REQUEST_TIMEOUT`] in all to send its request, so a slow or silent
+//! client delays no other scrape (and a flood of them one by at most that).
 //!
 //! The SMART attributes come from [`crate::host::smart`]: the drive vendor's
 //! table, raw values in each attribute's unit. An array's counters are its
@@ -8,10 +11,10 @@
 //! `member` label.
 
 use std::fmt::Write as _;
-use std::io::{self, Read, Write};
+use std::io::{self, ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use super::device::ServedDevice;
 use super::server::{Server, Snapshot};
@@ -21,6 +24,19 @@ const GIB: f64 = (1u64 << 30) as f64;
 
 /// Longest HTTP request head read before answering.
 const MAX_HTTP_REQUEST: u64 = 8192;
+
+/// Scrapes answered at once. Beyond them, new connections wait in the
+/// listen backlog until one finishes, at most [`REQUEST_TIMEOUT`] later.
+pub const MAX_SCRAPES: usize = 64;
+
+/// Time a scraper has to send its whole request head.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Time a scraper has to take the response.
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Stack of a scrape's thread: the exposition is built on the heap.
+const SCRAPE_STACK: usize = 256 << 10;
 
 /// One line for stderr: host and NAND GiB, WAF, ratios, free blocks.
 pub fn summary_line(s: &Snapshot) -> String {
@@ -79,6 +95,29 @@ pub fn prometheus(s: &Snapshot) -> String {
     metric("nbd_connections_total", "counter", "Connections accepted.", sv.connections as f64);
     metric("nbd_open_connections", "gauge", "Connections open.", sv.open_connections as f64);
     metric("nbd_errors_total", "counter", "Requests answered with an error.", sv.errors as f64);
+    metric("nbd_refused_total", "counter", "Clients refused at the connection limit.", sv.refused as f64);
+    metric("nbd_idle_disconnects_total", "counter", "Clients disconnected when idle.", sv.idle_disconnects as f64);
+    if let Some(c) = &s.invariants {
+        metric(
+            "invariants_ok",
+            "gauge",
+            "1 if the latest invariant check passed, else 0.",
+            f64::from(c.result.is_ok()),
+        );
+        metric(
+            "invariants_checked_timestamp_seconds",
+            "gauge",
+            "Wall-clock time of the latest invariant check, seconds since the Unix epoch.",
+            c.unix_seconds,
+        );
+        metric(
+            "invariants_checked_sim_seconds",
+            "gauge",
+            "Simulated time of the drive at the latest invariant check.",
+            c.sim_seconds,
+        );
+        metric("invariants_check_seconds", "gauge", "Wall time the latest invariant check took.", c.took_seconds);
+    }
     let _ = writeln!(out, "# HELP duraflash_nbd_requests_total Requests answered, by command.");
     let _ = writeln!(out, "# TYPE duraflash_nbd_requests_total counter");
     for (cmd, n) in [
@@ -127,18 +166,65 @@ const MEMBER_METRICS: [MemberMetric; 6] = [
 /// Answers HTTP requests on `listener` until the process ends: `GET
 /// /metrics` gets the exposition, anything else 404.
 pub fn serve_metrics<D: ServedDevice>(listener: TcpListener, server: Arc<Server<D>>) {
-    for stream in listener.incoming().flatten() {
-        // A misbehaving scraper only loses its own request.
-        let _ = answer(stream, &server);
+    let busy = Arc::new((Mutex::new(0usize), Condvar::new()));
+    loop {
+        // Wait for a free slot before accepting: the backlog holds the rest.
+        {
+            let (count, freed) = &*busy;
+            let Ok(mut n) = count.lock() else { return };
+            while *n >= MAX_SCRAPES {
+                n = match freed.wait(n) {
+                    Ok(n) => n,
+                    Err(_) => return,
+                };
+            }
+            *n += 1;
+        }
+        let slot = ScrapeSlot(Arc::clone(&busy));
+        let stream = match listener.accept() {
+            Ok((stream, _)) => stream,
+            Err(_) => {
+                // Out of file descriptors, say: do not spin.
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
+        };
+        let server = Arc::clone(&server);
+        // A misbehaving scraper only loses its own request; if no thread
+        // can be started, the connection is closed (the slot with it).
+        let _ = std::thread::Builder::new().name("metrics-scrape".into()).stack_size(SCRAPE_STACK).spawn(move || {
+            let _slot = slot;
+            let _ = answer(stream, &server);
+        });
+    }
+}
+
+/// One of the [`MAX_SCRAPES`] places, given back when the scrape ends.
+struct ScrapeSlot(Arc<(Mutex<usize>, Condvar)>);
+
+impl Drop for ScrapeSlot {
+    fn drop(&mut self) {
+        let (count, freed) = &*self.0;
+        if let Ok(mut n) = count.lock() {
+            *n -= 1;
+            freed.notify_one();
+        }
     }
 }
 
 fn answer<D: ServedDevice>(mut stream: TcpStream, server: &Server<D>) -> io::Result<()> {
-    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+    stream.set_write_timeout(Some(RESPONSE_TIMEOUT))?;
+    // One deadline for the whole head: a byte a second does not extend it.
+    let deadline = Instant::now() + REQUEST_TIMEOUT;
     let mut head = Vec::new();
     let mut limited = (&stream).take(MAX_HTTP_REQUEST);
     let mut buf = [0u8; 1024];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") && !head.windows(2).any(|w| w == b"\n\n") {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(ErrorKind::TimedOut.into());
+        }
+        limited.get_ref().set_read_timeout(Some(left))?;
         let n = limited.read(&mut buf)?;
         if n == 0 {
             break;

@@ -17,4 +17,4 @@ pub mod server;
 pub use device::{MemberSnapshot, ServedDevice};
 pub use listen::{Finished, Listening, ServeError};
 pub use protocol::ProtocolError;
-pub use server::{ExportConfig, Server, Snapshot};
+pub use server::{ExportConfig, InvariantCheck, Limits, Server, Snapshot};

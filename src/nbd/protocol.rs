@@ -77,6 +77,9 @@ pub const REP_INFO: u32 = 3;
 pub const REP_META_CONTEXT: u32 = 4;
 /// Option error: unknown option.
 pub const REP_ERR_UNSUP: u32 = (1 << 31) + 1;
+/// Option error: the option is not allowed by server policy (here: the
+/// connection limit is reached).
+pub const REP_ERR_POLICY: u32 = (1 << 31) + 2;
 /// Option error: syntactically or semantically invalid option.
 pub const REP_ERR_INVALID: u32 = (1 << 31) + 3;
 /// Option error: no such export.

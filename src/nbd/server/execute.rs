@@ -120,6 +120,7 @@ impl<D: ServedDevice> Server<D> {
     /// the command is answered.
     fn changed(&self, s: &mut State<D>, flags: u16) -> Result<(), Failure> {
         s.dirty = true;
+        s.unchecked = true;
         if flags & CMD_FLAG_FUA != 0 {
             self.persist(s)?;
         }

@@ -11,6 +11,9 @@ use crate::nbd::protocol::*;
 /// Preferred block size advertised to clients: the drive's mapping unit.
 const PREFERRED_BLOCK: u32 = 4096;
 
+/// Options a refused client may send before it is closed anyway.
+const MAX_REFUSED_OPTIONS: usize = 16;
+
 /// Context id this server gives `base:allocation`.
 const ALLOCATION_ID: u32 = 1;
 
@@ -115,6 +118,44 @@ impl<D: ServedDevice> Server<D> {
             }
             w.flush()?;
         }
+    }
+
+    /// The handshake of a client that will not be served: the greeting,
+    /// then `NBD_REP_ERR_POLICY` with `message` to each option (at most
+    /// [`MAX_REFUSED_OPTIONS`]), until the client aborts, sends
+    /// `NBD_OPT_EXPORT_NAME` (which has no error reply: the connection is
+    /// closed) or goes.
+    pub(super) fn refusal(&self, r: &mut impl Read, w: &mut impl Write, message: &str) -> Result<(), ProtocolError> {
+        w.write_all(&INIT_MAGIC.to_be_bytes())?;
+        w.write_all(&OPTS_MAGIC.to_be_bytes())?;
+        w.write_all(&(FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES).to_be_bytes())?;
+        w.flush()?;
+        let client = read_u32(r)?;
+        if client & !(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES) != 0 {
+            return Err(ProtocolError::ClientFlags(client));
+        }
+        for _ in 0..MAX_REFUSED_OPTIONS {
+            let magic = read_u64(r)?;
+            if magic != OPTS_MAGIC {
+                return Err(ProtocolError::BadMagic { what: "option", got: magic });
+            }
+            let option = read_u32(r)?;
+            let len = read_u32(r)?;
+            if len > MAX_OPTION_BYTES {
+                return Err(ProtocolError::OptionTooLong { option, len });
+            }
+            io::copy(&mut r.by_ref().take(u64::from(len)), &mut io::sink())?;
+            match option {
+                OPT_EXPORT_NAME => return Ok(()),
+                OPT_ABORT => {
+                    let _ = write_option_reply(w, option, REP_ACK, &[]).and_then(|_| w.flush());
+                    return Ok(());
+                }
+                _ => write_option_reply(w, option, REP_ERR_POLICY, message.as_bytes())?,
+            }
+            w.flush()?;
+        }
+        Ok(())
     }
 
     /// Answers `NBD_OPT_INFO` / `NBD_OPT_GO`; true when it succeeded.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{ServedDevice, Server};
+use super::{InvariantCheck, ServedDevice, Server};
 use crate::device::Stats;
 use crate::host::smart::Smart;
 use crate::host::QueueSummary;
@@ -26,6 +26,8 @@ pub(super) struct Counters {
     pub(super) checkpoint_micros: AtomicU64,
     pub(super) block_status: AtomicU64,
     pub(super) errors: AtomicU64,
+    pub(super) refused: AtomicU64,
+    pub(super) idle_disconnects: AtomicU64,
     pub(super) read_bytes: AtomicU64,
     pub(super) write_bytes: AtomicU64,
 }
@@ -68,6 +70,10 @@ pub struct Served {
     pub block_status: u64,
     /// Requests answered with an error.
     pub errors: u64,
+    /// Clients refused because the connection limit was reached.
+    pub refused: u64,
+    /// Clients disconnected after the idle timeout.
+    pub idle_disconnects: u64,
     /// Bytes read by clients.
     pub read_bytes: u64,
     /// Bytes written by clients.
@@ -102,6 +108,10 @@ pub struct Snapshot {
     /// Simulated latencies, when asked for (see [`Server::snapshot`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency: Option<Latencies>,
+    /// The latest invariant check, if one ran (not in the report, which
+    /// carries the final check's result).
+    #[serde(skip)]
+    pub invariants: Option<InvariantCheck>,
 }
 
 /// Simulated command latencies by kind.
@@ -120,6 +130,7 @@ impl<D: ServedDevice> Server<D> {
     /// `latency`, the simulated latency percentiles too (from fixed-size
     /// histograms, to within 0.4 %). `None` when a command panicked earlier.
     pub fn snapshot(&self, latency: bool) -> Option<Snapshot> {
+        let invariants = self.last_check();
         let mut s = self.state.lock().ok()?;
         s.fold();
         let elapsed = s.queue.finished_at().0.saturating_sub(s.queue.started_at().0);
@@ -143,6 +154,8 @@ impl<D: ServedDevice> Server<D> {
                 checkpoint_seconds: get(&c.checkpoint_micros) as f64 / 1e6,
                 block_status: get(&c.block_status),
                 errors: get(&c.errors),
+                refused: get(&c.refused),
+                idle_disconnects: get(&c.idle_disconnects),
                 read_bytes: get(&c.read_bytes),
                 write_bytes: get(&c.write_bytes),
             },
@@ -151,6 +164,7 @@ impl<D: ServedDevice> Server<D> {
                 write: s.latency[1].summary(elapsed),
                 trim: s.latency[2].summary(elapsed),
             }),
+            invariants,
         })
     }
 }

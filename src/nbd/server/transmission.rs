@@ -23,8 +23,15 @@ impl<D: ServedDevice> Server<D> {
             if r.buffer().is_empty() {
                 // Nothing more queued: send the replies batched so far.
                 w.flush()?;
-                if r.fill_buf()?.is_empty() {
-                    return Ok(()); // closed between requests
+                match r.fill_buf() {
+                    Ok([]) => return Ok(()), // closed between requests
+                    Ok(_) => {}
+                    // Silent for the idle timeout: its slot goes to the next client.
+                    Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                        self.counters.idle_disconnects.fetch_add(1, Ordering::Relaxed);
+                        return Ok(());
+                    }
+                    Err(e) => return Err(e.into()),
                 }
             }
             let mut head = [0u8; REQUEST_HEADER_BYTES];
