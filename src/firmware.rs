@@ -94,8 +94,12 @@ impl Firmware {
     /// [`build_quirks`]).
     pub fn validate(&self) -> Result<(), ConfigError> {
         if let Some(c) = &self.life_curve {
-            if !(c.burst_pe >= 0.0 && c.lifetime_secs > 0.0 && c.throttled_bytes_per_sec > 0) {
-                return Err(ConfigError::invalid("firmware.life_curve", "needs burst_pe >= 0 and positive rates"));
+            let finite = c.burst_pe.is_finite() && c.lifetime_secs.is_finite();
+            if !(finite && c.burst_pe >= 0.0 && c.lifetime_secs > 0.0 && c.throttled_bytes_per_sec > 0) {
+                return Err(ConfigError::invalid(
+                    "firmware.life_curve",
+                    "needs a finite burst_pe >= 0, a finite positive lifetime_secs and a positive rate",
+                ));
             }
         }
         Ok(())

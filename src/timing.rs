@@ -86,6 +86,9 @@ impl TimingParams {
     /// Checks the parameters, naming the first bad field.
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
         for (field, v) in [
+            ("timing.read_ns", self.read_ns),
+            ("timing.program_ns", self.program_ns),
+            ("timing.erase_ns", self.erase_ns),
             ("timing.channel_bytes_per_sec", self.channel_bytes_per_sec),
             ("timing.engine_bytes_per_sec", self.engine_bytes_per_sec),
         ] {

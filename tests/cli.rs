@@ -27,8 +27,9 @@ const QUICK: [&str; 14] = [
 
 #[test]
 fn bad_input_exits_2_with_one_line_naming_the_problem() {
-    let cases: [(&[&str], &str); 28] = [
+    let cases: [(&[&str], &str); 29] = [
         (&["wa", "--bogus"], "--bogus"),
+        (&["wa", "--threads", "100000"], "--threads"),
         (&["wa", "--capacity", "12XB"], "--capacity"),
         (&["wa", "--capacity", "lots"], "--capacity"),
         (&["wa", "--capacity", "1TB"], "capacity"),

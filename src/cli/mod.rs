@@ -228,10 +228,23 @@ pub(crate) fn save_image(drive: &Drive, image: Option<&std::path::Path>) -> Resu
     resume::save(drive, image).map_err(image_failure)
 }
 
+/// `--threads` beyond this many per core is refused: the pipeline's work is
+/// CPU-bound, so more threads only contend (100,000 of them took minutes
+/// to start).
+const MAX_THREADS_PER_CORE: usize = 4;
+
 pub(crate) fn setup_threads(out: &Output) -> Result<(), Failure> {
     if let Some(n) = out.threads {
         if n == 0 {
             return Err(Failure::Usage("--threads: must be at least 1".into()));
+        }
+        let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+        let most = MAX_THREADS_PER_CORE * cores;
+        if n > most {
+            return Err(Failure::Usage(format!(
+                "--threads: {n} is more than {MAX_THREADS_PER_CORE} per core of the {cores} here (at most {most}): \
+                 more threads than that only contend"
+            )));
         }
         rayon::ThreadPoolBuilder::new().num_threads(n).build_global().map_err(|e| Failure::Run(e.to_string()))?;
     }

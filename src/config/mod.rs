@@ -579,6 +579,12 @@ impl DriveConfig {
         if self.gc.high_watermark < self.gc.low_watermark {
             return Err(ConfigError::invalid("gc.high_watermark", "must be at least gc.low_watermark"));
         }
+        if u64::from(self.gc.high_watermark) >= blocks {
+            return Err(ConfigError::invalid(
+                "gc.high_watermark",
+                format!("{} free blocks is not below the drive's {blocks} blocks", self.gc.high_watermark),
+            ));
+        }
         let reserve = u64::from(self.reserve_blocks()) * g.block_bytes();
         // Each block may waste up to one unit of padding where a chunk does
         // not fit its tail; require room for that too.
@@ -665,5 +671,29 @@ mod tests {
         let toml = toml::to_string(&DriveConfig::preset("samsung830-64g").unwrap()).unwrap();
         assert_eq!(DriveConfig::from_toml(&toml).unwrap(), DriveConfig::preset("samsung830-64g").unwrap());
         assert!(matches!(DriveConfig::from_toml("name = 3"), Err(ConfigError::Parse(_))));
+    }
+
+    #[test]
+    fn nonsense_timing_watermarks_and_life_curves_are_refused_by_field() {
+        let base = DriveConfig::preset("sf2281-240g").unwrap().scaled(64 << 20).unwrap();
+        let field = |c: &DriveConfig| match c.validate() {
+            Err(ConfigError::Invalid { field, .. }) => field,
+            other => panic!("expected a refusal, got {other:?}"),
+        };
+        let mut c = base.clone();
+        c.timing.read_ns = 0;
+        assert_eq!(field(&c), "timing.read_ns");
+        let mut c = base.clone();
+        c.timing.erase_ns = 0;
+        assert_eq!(field(&c), "timing.erase_ns");
+        let mut c = base.clone();
+        c.gc.high_watermark = 100_000;
+        assert_eq!(field(&c), "gc.high_watermark");
+        for burst in [f64::INFINITY, f64::NAN] {
+            let mut c = base.clone();
+            c.firmware.life_curve.as_mut().expect("SandForce has a life curve").burst_pe = burst;
+            assert_eq!(field(&c), "firmware.life_curve", "burst_pe {burst}");
+        }
+        base.validate().expect("the preset itself is fine");
     }
 }
