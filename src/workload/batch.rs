@@ -34,7 +34,7 @@ impl WriteBatch {
     /// the device needs the bytes ([`BlockDevice::needs_content`]).
     pub fn new(content: bool, bs: u64, max_requests: usize) -> Self {
         let bs = bs as usize;
-        let max = (BATCH_BYTES / bs).clamp(1, max_requests.max(1));
+        let max = BATCH_BYTES.checked_div(bs).unwrap_or(1).clamp(1, max_requests.max(1));
         WriteBatch { content, bs, max, lbas: Vec::new(), buf: vec![0; if content { bs * max } else { bs }] }
     }
 
