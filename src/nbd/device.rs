@@ -27,7 +27,7 @@ pub trait ServedDevice: BlockDevice + Send + 'static {
     /// Whether host unit `unit` (bytes `unit * unit_bytes()..`, below the
     /// capacity) holds data; an unmapped unit reads as zeros.
     fn is_unit_mapped(&self, unit: u64) -> bool;
-    /// The counters; an array's are its members' combined (see [`combined`]).
+    /// The counters; an array's are its members' combined (see [`Stats::combined`]).
     fn stats(&self) -> Stats;
     /// The drive's SMART table; `None` for an array, which has none of
     /// its own (each member's is in [`ServedDevice::member_snapshots`]).
@@ -125,7 +125,7 @@ impl ServedDevice for Array {
         })
     }
     fn stats(&self) -> Stats {
-        combined(&self.members().iter().map(Drive::stats).collect::<Vec<_>>())
+        Stats::combined(&self.members().iter().map(Drive::stats).collect::<Vec<_>>())
     }
     fn smart(&self) -> Option<Smart> {
         None
@@ -152,55 +152,6 @@ impl ServedDevice for Array {
             | RaidError::UnknownLevel(_)
             | RaidError::UnknownPolicy(_) => Errno::EINVAL,
         }
-    }
-}
-
-fn ratio(num: u64, den: u64) -> f64 {
-    if den == 0 {
-        0.0
-    } else {
-        num as f64 / den as f64
-    }
-}
-
-/// Several drives' counters as one: counts and gauges summed, the ratios
-/// recomputed from the sums (as [`Drive::stats`] computes them), P/E
-/// cycles the extremes and the mean of the means (members are alike).
-/// Mirrored copies each count: host bytes are what the members received.
-pub fn combined(parts: &[Stats]) -> Stats {
-    let sum = |f: fn(&Stats) -> u64| parts.iter().map(f).sum::<u64>();
-    let (host_write_bytes, host_write_units) = (sum(|s| s.host_write_bytes), sum(|s| s.host_write_units));
-    let (nand_bytes_programmed, new_chunks) = (sum(|s| s.nand_bytes_programmed), sum(|s| s.new_chunks));
-    let (new_raw_bytes, new_stored_bytes) = (sum(|s| s.new_raw_bytes), sum(|s| s.new_stored_bytes));
-    Stats {
-        host_write_bytes,
-        host_read_bytes: sum(|s| s.host_read_bytes),
-        host_write_units,
-        host_trim_units: sum(|s| s.host_trim_units),
-        dedup_hits: sum(|s| s.dedup_hits),
-        new_chunks,
-        new_raw_bytes,
-        new_stored_bytes,
-        nand_pages_programmed: sum(|s| s.nand_pages_programmed),
-        nand_bytes_programmed,
-        nand_pages_read: sum(|s| s.nand_pages_read),
-        host_page_reads: sum(|s| s.host_page_reads),
-        gc_relocated_bytes: sum(|s| s.gc_relocated_bytes),
-        gc_relocated_chunks: sum(|s| s.gc_relocated_chunks),
-        gc_page_reads: sum(|s| s.gc_page_reads),
-        gc_victims: sum(|s| s.gc_victims),
-        erases: sum(|s| s.erases),
-        padding_bytes: sum(|s| s.padding_bytes),
-        waf: ratio(nand_bytes_programmed, host_write_bytes),
-        compression_ratio: ratio(new_stored_bytes, new_raw_bytes),
-        dedup_ratio: ratio(new_chunks, host_write_units),
-        live_chunks: sum(|s| s.live_chunks),
-        mapped_units: sum(|s| s.mapped_units),
-        live_bytes: sum(|s| s.live_bytes),
-        free_blocks: parts.iter().map(|s| s.free_blocks).sum(),
-        pe_min: parts.iter().map(|s| s.pe_min).min().unwrap_or(0),
-        pe_avg: if parts.is_empty() { 0.0 } else { parts.iter().map(|s| s.pe_avg).sum::<f64>() / parts.len() as f64 },
-        pe_max: parts.iter().map(|s| s.pe_max).max().unwrap_or(0),
     }
 }
 
@@ -242,7 +193,7 @@ mod tests {
         let mut d = drive();
         d.write(Lba(0), &vec![3u8; 8192]).expect("write");
         let one = Drive::stats(&d);
-        let two = combined(&[one.clone(), one.clone()]);
+        let two = Stats::combined(&[one.clone(), one.clone()]);
         assert_eq!(two.host_write_bytes, 2 * one.host_write_bytes);
         assert_eq!(two.mapped_units, 2 * one.mapped_units);
         assert!((two.waf - one.waf).abs() < 1e-12 && (two.dedup_ratio - one.dedup_ratio).abs() < 1e-12);

@@ -23,7 +23,7 @@ use thiserror::Error;
 use crate::content::pattern::{unit_seed, DataSpec, PatternGen};
 use crate::device::Stats;
 use crate::host::{BlockDevice, CommandKind, HostQueue, LatencyHistogram, QueueSummary};
-use crate::trace::target::{combined, ReplayTarget};
+use crate::trace::target::ReplayTarget;
 use crate::trace::{ContentHash, Op, TraceError, TraceRecord};
 use crate::units::{Lba, SimTime, SECTOR_BYTES};
 use crate::workload::batch::BATCH_BYTES;
@@ -502,7 +502,7 @@ where
         },
         trace_dedup,
         waf_curve: curve.points,
-        stats: combined(&drive_stats),
+        stats: Stats::combined(&drive_stats),
         members: if drive_stats.len() > 1 { drive_stats } else { Vec::new() },
     })
 }

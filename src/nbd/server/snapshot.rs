@@ -95,7 +95,7 @@ pub struct Snapshot {
     /// Export size in bytes.
     pub size_bytes: u64,
     /// The device's counters (an array's: its members' combined, see
-    /// [`crate::nbd::device::combined`]).
+    /// [`Stats::combined`](crate::device::Stats::combined)).
     pub stats: Stats,
     /// The drive's SMART attributes (absent for an array: see `members`).
     #[serde(skip_serializing_if = "Option::is_none")]
