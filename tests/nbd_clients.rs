@@ -8,26 +8,15 @@
 //! A missing tool skips its test with a message naming the Debian
 //! package, unless `CI` is set: then it fails (`.ci/run` installs them).
 
+mod tools;
+use tools::have;
+
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, ChildStderr, Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-/// Whether `tool` can run; without it the test is skipped, or fails under CI.
-fn have(tool: &str, package: &str) -> bool {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !found {
-        assert!(std::env::var_os("CI").is_none(), "{tool} is missing: install the Debian package {package}");
-        eprintln!("skipping: {tool} not found (install the Debian package {package})");
-    }
-    found
-}
 
 /// A running `duraflash serve`, stopped (killed if need be) on drop.
 struct Served {

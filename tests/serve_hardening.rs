@@ -4,6 +4,9 @@
 //! the real binary on ports it binds itself (port 0) and reads them from
 //! its "serving" line on stderr.
 
+mod tools;
+use tools::have;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
@@ -366,19 +369,6 @@ impl NbdClient {
             }
         }
     }
-}
-
-fn have(tool: &str, package: &str) -> bool {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !found {
-        assert!(std::env::var_os("CI").is_none(), "{tool} is missing: install the Debian package {package}");
-        eprintln!("skipping: {tool} not found (install the Debian package {package})");
-    }
-    found
 }
 
 #[test]
