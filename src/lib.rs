@@ -34,7 +34,8 @@
 //! use duraflash::workload::job::{fill_spec, run_job, JobSpec, Limit};
 //! use duraflash::{Drive, DriveConfig, Media};
 //!
-//! let mut config = DriveConfig::preset("sf2281-240g")?.scaled(64 << 20)?.with_op(0.28)?;
+//! // 16-page blocks: at 64 MiB the preset's 2 MiB blocks would step the OP by 100 %.
+//! let mut config = DriveConfig::preset("sf2281-240g")?.scaled(64 << 20)?.with_pages_per_block(16)?.with_op(0.28)?;
 //! config.media = Media::MetadataOnly; // keep mappings and sizes, not bytes
 //! let capacity = config.logical_bytes;
 //! let mut drive = Drive::new(config)?;

@@ -11,8 +11,12 @@ use serde::{Deserialize, Serialize};
 use crate::error::ConfigError;
 use crate::firmware::Firmware;
 use crate::timing::{HostLink, TimingParams};
+use crate::units::ByteSize;
 
 pub mod overrides;
+mod validate;
+
+pub use validate::{MAX_CHANNELS, MAX_DIES_PER_CHANNEL, MAX_PAGES_PER_BLOCK, MAX_PE_CYCLES};
 
 /// Names of the built-in presets, for [`DriveConfig::preset`].
 pub const PRESETS: [&str; 3] = ["sf2281-240g", "samsung830-64g", "intel-x25m-g2-160g"];
@@ -386,8 +390,11 @@ impl DriveConfig {
     /// This config with `pages_per_block` pages per erase block, the
     /// array keeping (at least) its physical size.
     pub fn with_pages_per_block(&self, pages_per_block: u32) -> Result<Self, ConfigError> {
-        if pages_per_block == 0 {
-            return Err(ConfigError::invalid("geometry.pages_per_block", "must be at least 1"));
+        if pages_per_block == 0 || pages_per_block > validate::MAX_PAGES_PER_BLOCK {
+            return Err(ConfigError::invalid(
+                "geometry.pages_per_block",
+                format!("{pages_per_block} is outside 1..={}", validate::MAX_PAGES_PER_BLOCK),
+            ));
         }
         let bytes = self.geometry.physical_bytes();
         let mut cfg = self.clone();
@@ -402,9 +409,36 @@ impl DriveConfig {
     /// data give over-provisioning `op` = (physical - logical) / logical.
     /// The GC reserve ([`DriveConfig::reserve_blocks`]) comes on top and is
     /// not counted in `op`.
-    /// Blocks per die are rounded up, so the OP is at least `op`.
+    /// Blocks per die are rounded up, so the OP is at least `op`; a drive
+    /// so small that one block per die steps the OP past twice `op` is
+    /// refused rather than run at an OP nobody asked for.
     pub fn with_op(&self, op: f64) -> Result<Self, ConfigError> {
-        self.sized_for_op(op, f64::ceil)
+        let cfg = self.sized_for_op(op, f64::ceil)?;
+        if cfg.data_op() > 2.0 * op {
+            let step = cfg.op_step();
+            let min = u64::from(cfg.geometry.dies()) as f64 * cfg.geometry.block_bytes() as f64 / op;
+            return Err(ConfigError::invalid(
+                "op",
+                format!(
+                    "{:.1}% cannot be had at {}: one block per die ({} dies of {}) steps the OP by {:.1}%, \
+                     so the nearest is {:.1}%; use a capacity of at least {} or fewer pages per block",
+                    op * 100.0,
+                    ByteSize(self.logical_bytes),
+                    cfg.geometry.dies(),
+                    ByteSize(cfg.geometry.block_bytes()),
+                    step * 100.0,
+                    cfg.data_op() * 100.0,
+                    ByteSize(min.ceil() as u64),
+                ),
+            ));
+        }
+        Ok(cfg)
+    }
+
+    /// How much one more block on every die adds to the OP: the coarsest a
+    /// scale model of this geometry can set it.
+    pub fn op_step(&self) -> f64 {
+        u64::from(self.geometry.dies()) as f64 * self.geometry.block_bytes() as f64 / self.logical_bytes as f64
     }
 
     /// This config with over-provisioning exactly `op` (to a unit): blocks
@@ -516,94 +550,6 @@ impl DriveConfig {
     fn data_bytes(&self) -> u64 {
         self.geometry.physical_bytes().saturating_sub(u64::from(self.reserve_blocks()) * self.geometry.block_bytes())
     }
-
-    /// Checks every field, naming the first that is wrong.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let g = &self.geometry;
-        let positive = [
-            ("geometry.channels", g.channels),
-            ("geometry.dies_per_channel", g.dies_per_channel),
-            ("geometry.blocks_per_die", g.blocks_per_die),
-            ("geometry.pages_per_block", g.pages_per_block),
-            ("geometry.pe_cycles", g.pe_cycles),
-        ];
-        for (field, v) in positive {
-            if v == 0 {
-                return Err(ConfigError::invalid(field, "must be at least 1"));
-            }
-        }
-        if g.page_bytes < 512 || !g.page_bytes.is_multiple_of(512) || g.page_bytes > 1 << 20 {
-            return Err(ConfigError::invalid(
-                "geometry.page_bytes",
-                format!("{} is not a multiple of 512 between 512 and 1 MiB", g.page_bytes),
-            ));
-        }
-        if g.pages_per_block > 1 << 16 {
-            return Err(ConfigError::invalid("geometry.pages_per_block", "must be at most 65536"));
-        }
-        let blocks = u64::from(g.channels) * u64::from(g.dies_per_channel) * u64::from(g.blocks_per_die);
-        if blocks >= u64::from(u32::MAX) {
-            return Err(ConfigError::invalid("geometry.blocks_per_die", "more blocks than a u32 can number"));
-        }
-        if g.block_bytes() > u64::from(u32::MAX) {
-            return Err(ConfigError::invalid("geometry.pages_per_block", "a block must be under 4 GiB"));
-        }
-        let u = self.unit_bytes;
-        if !u.is_power_of_two() || u < 512 || u64::from(u) > g.block_bytes() || u > 1 << 20 {
-            return Err(ConfigError::invalid(
-                "unit_bytes",
-                format!("{u} is not a power of two from 512 up to the block size (and at most 1 MiB)"),
-            ));
-        }
-        self.packing()?;
-        if self.logical_bytes == 0 || !self.logical_bytes.is_multiple_of(u64::from(u)) {
-            return Err(ConfigError::invalid(
-                "logical_bytes",
-                format!("{} is not a positive multiple of the {u}-byte unit", self.logical_bytes),
-            ));
-        }
-        if self.logical_units() >= u64::from(u32::MAX) {
-            return Err(ConfigError::invalid("logical_bytes", "more units than the chunk table can number"));
-        }
-        if self.gc.low_watermark < DEFAULT_LOW_WATERMARK {
-            return Err(ConfigError::invalid(
-                "gc.low_watermark",
-                format!("must be at least {DEFAULT_LOW_WATERMARK} so GC can always make progress"),
-            ));
-        }
-        if self.map_cache_bytes.is_some_and(|b| b < u64::from(g.page_bytes)) {
-            return Err(ConfigError::invalid("map_cache_bytes", "must hold at least one page (or be absent)"));
-        }
-        self.timing.validate().map_err(|(field, reason)| ConfigError::invalid(field, reason))?;
-        self.firmware.validate()?;
-        if self.gc.high_watermark < self.gc.low_watermark {
-            return Err(ConfigError::invalid("gc.high_watermark", "must be at least gc.low_watermark"));
-        }
-        if u64::from(self.gc.high_watermark) >= blocks {
-            return Err(ConfigError::invalid(
-                "gc.high_watermark",
-                format!("{} free blocks is not below the drive's {blocks} blocks", self.gc.high_watermark),
-            ));
-        }
-        let reserve = u64::from(self.reserve_blocks()) * g.block_bytes();
-        // Each block may waste up to one unit of padding where a chunk does
-        // not fit its tail; require room for that too.
-        let padding = blocks * u64::from(u);
-        let usable = g.physical_bytes().saturating_sub(reserve).saturating_sub(padding);
-        if usable <= self.logical_bytes {
-            return Err(ConfigError::invalid(
-                "geometry.blocks_per_die",
-                format!(
-                    "{} bytes of NAND leave {usable} bytes after the GC reserve ({} blocks) and block-tail padding, \
-                     not more than the {} logical bytes: add blocks or lower the capacity",
-                    g.physical_bytes(),
-                    self.reserve_blocks(),
-                    self.logical_bytes
-                ),
-            ));
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]
@@ -695,5 +641,16 @@ mod tests {
             assert_eq!(field(&c), "firmware.life_curve", "burst_pe {burst}");
         }
         base.validate().expect("the preset itself is fine");
+        let mut c = base.clone();
+        c.geometry.channels = 10_000_000;
+        assert_eq!(field(&c), "geometry.channels");
+        let mut c = base.clone();
+        c.geometry.dies_per_channel = MAX_DIES_PER_CHANNEL + 1;
+        assert_eq!(field(&c), "geometry.dies_per_channel");
+        let mut c = base.clone();
+        c.geometry.pe_cycles = u32::MAX;
+        assert_eq!(field(&c), "geometry.pe_cycles");
+        let toml = toml::to_string(&base).unwrap().replace("channels = 8", "channels = 10000000");
+        assert!(matches!(DriveConfig::from_toml(&toml), Err(ConfigError::Invalid { field: "geometry.channels", .. })));
     }
 }

@@ -143,7 +143,17 @@ impl DriveOverrides {
         if let Some(op) = self.op {
             cfg = cfg.with_op(op).map_err(setting("--op"))?;
         }
-        cfg.validate()?;
+        // A geometry the flags sized is the last sizing flag's doing.
+        let sized_by = [("--op", self.op.is_some()), ("--pages-per-block", self.pages_per_block.is_some())]
+            .into_iter()
+            .find_map(|(flag, given)| given.then_some(flag))
+            .or(cap.map(|_| "--capacity"));
+        cfg.validate().map_err(|e| match (&e, sized_by) {
+            (ConfigError::Invalid { field, .. }, Some(flag)) if field.starts_with("geometry.") => {
+                OverrideError::Setting { flag, source: e }
+            }
+            _ => OverrideError::Invalid(e),
+        })?;
         Ok(cfg)
     }
 }
@@ -186,5 +196,32 @@ mod tests {
         let mut o = preset("sf2281-240g");
         o.config = Some("/nonexistent/drive.toml".into());
         assert!(o.build(None).unwrap_err().to_string().starts_with("--config /nonexistent/drive.toml: "));
+    }
+
+    #[test]
+    fn geometry_refusals_name_the_flag_that_sized_it() {
+        let mut o = preset("sf2281-240g");
+        o.pages_per_block = Some(u32::MAX);
+        let e = o.build(None).unwrap_err().to_string();
+        assert!(e.starts_with("--pages-per-block: "), "{e}");
+        o.pages_per_block = Some(1);
+        o.capacity = Some(Capacity::Full);
+        let e = o.build(None).unwrap_err().to_string();
+        assert!(e.starts_with("--pages-per-block: "), "{e}");
+    }
+
+    #[test]
+    fn an_op_the_geometry_cannot_express_is_refused_not_rewritten() {
+        for op in [0.07, 0.154, 0.3] {
+            let mut o = preset("sf2281-240g");
+            o.capacity = Some(Capacity::Bytes(64 << 20));
+            o.op = Some(op);
+            let e = o.build(None).unwrap_err().to_string();
+            assert!(e.starts_with("--op: ") && e.contains("steps the OP by"), "{op}: {e}");
+            // Smaller blocks give the same capacity a fine enough step.
+            o.pages_per_block = Some(16);
+            let cfg = o.build(None).unwrap();
+            assert!(cfg.data_op() >= op && cfg.data_op() < op + cfg.op_step() + 1e-9, "{op}: {}", cfg.data_op());
+        }
     }
 }
