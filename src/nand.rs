@@ -61,6 +61,11 @@ pub struct NandArray {
 }
 
 impl NandArray {
+    /// Resident bytes of the array's per-block state.
+    pub fn bytes_for(geometry: &Geometry) -> u64 {
+        u64::from(geometry.total_blocks()) * std::mem::size_of::<Block>() as u64
+    }
+
     /// A factory-fresh array (every block erased, no P/E cycles used).
     pub fn new(geometry: &Geometry) -> Self {
         NandArray {

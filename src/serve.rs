@@ -165,7 +165,8 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
     let interval = Duration::try_from_secs_f64(args.stats_interval)
         .map_err(|_| Failure::Usage(format!("--stats-interval {}: out of range", args.stats_interval)))?;
     let array = array_flags(&args)?;
-    let cfg = args.drive.build(Some(SERVE_DEFAULT_CAPACITY)).map_err(Failure::Usage)?;
+    let members = u32::try_from(args.members).unwrap_or(u32::MAX);
+    let cfg = args.drive.build_held(Some(SERVE_DEFAULT_CAPACITY), members).map_err(Failure::Usage)?;
     let mut out = ReportOut::open(args.json.as_deref())?;
     let Some((level, driver)) = array else {
         // The image's lock is taken before it is read or created and held

@@ -189,10 +189,9 @@ pub(crate) const SOAK_DEFAULT_CAPACITY: u64 = 64 << 20;
 
 pub(crate) fn soak(args: SoakArgs) -> Result<(), Failure> {
     setup_threads(&args.out)?;
-    let mut cfg = args.drive.build(Some(SOAK_DEFAULT_CAPACITY)).map_err(Failure::Usage)?;
-    if args.drive.media.is_none() {
-        cfg.media = Media::Memory;
-    }
+    let mut flags = args.drive.clone();
+    flags.media = flags.media.or(Some(Media::Memory));
+    let cfg = flags.build(Some(SOAK_DEFAULT_CAPACITY)).map_err(Failure::Usage)?;
     if cfg.media != Media::Memory {
         return Err(Failure::Usage("--media: soak verifies reads, so it needs memory media".into()));
     }

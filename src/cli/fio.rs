@@ -81,6 +81,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     let mut overrides = args.drive.overrides();
     file.apply_drive(&mut overrides).map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
     let cfg = overrides.build(None).map_err(Failure::usage)?;
+    args.drive.check_memory(&cfg, 1).map_err(Failure::Usage)?;
     let (mut drive, _lock) = open_drive(cfg, args.image.as_deref())?;
     let capacity = drive.config().logical_bytes;
     let specs = file

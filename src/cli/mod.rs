@@ -13,6 +13,7 @@ use clap::{Args, ValueEnum};
 use duraflash::config::overrides::{Capacity, DriveOverrides};
 use duraflash::config::{DriveConfig, GcPolicy, Media};
 use duraflash::content::pattern::DataSpec;
+use duraflash::device::memory::{MemoryEstimate, MemoryLimit};
 use duraflash::device::resume::{self, ResumeError};
 use duraflash::image::ImageLock;
 use duraflash::workload::access::Access;
@@ -94,6 +95,9 @@ pub(crate) struct DriveArgs {
     /// Firmware profile: sf-3.x, sf-5.0.2, sf-5.0.3, generic (default: the preset's).
     #[arg(long)]
     pub(crate) firmware: Option<String>,
+    /// Refuse a drive estimated to need more memory than this (default: the memory available).
+    #[arg(long, value_parser = parse_size)]
+    pub(crate) memory_limit: Option<u64>,
 }
 
 impl DriveArgs {
@@ -117,7 +121,31 @@ impl DriveArgs {
     /// The drive config these flags describe; `default_capacity` applies
     /// when `--capacity` is not given.
     pub(crate) fn build(&self, default_capacity: Option<u64>) -> Result<DriveConfig, String> {
-        self.overrides().build(default_capacity).map_err(|e| e.to_string())
+        self.build_held(default_capacity, 1)
+    }
+
+    /// [`DriveArgs::build`] for a command that holds `drives` drives of
+    /// the config at once (copies, or an array's members).
+    pub(crate) fn build_held(&self, default_capacity: Option<u64>, drives: u32) -> Result<DriveConfig, String> {
+        let cfg = self.overrides().build(default_capacity).map_err(|e| e.to_string())?;
+        self.check_memory(&cfg, drives)?;
+        Ok(cfg)
+    }
+
+    /// Refuses `drives` drives of `cfg` if their memory estimate is over
+    /// `--memory-limit` (default: the memory the machine has available).
+    pub(crate) fn check_memory(&self, cfg: &DriveConfig, drives: u32) -> Result<(), String> {
+        let limit = match self.memory_limit {
+            Some(bytes) => Some(MemoryLimit { bytes, source: "--memory-limit" }),
+            None => MemoryLimit::machine(),
+        };
+        match limit {
+            Some(limit) => MemoryEstimate::of(cfg, drives).check(&limit).map_err(|e| {
+                let hint = if self.memory_limit.is_some() { "" } else { "; --memory-limit sets another limit" };
+                format!("the drive {e}{hint}")
+            }),
+            None => Ok(()),
+        }
     }
 }
 
@@ -138,6 +166,10 @@ pub(crate) fn parse_pct(s: &str) -> Result<u8, String> {
         Ok(v) if v <= 100 => Ok(v),
         _ => Err(format!("'{s}' is not a percentage from 0 to 100")),
     }
+}
+
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
+    s.parse::<ByteSize>().map(|b| b.0)
 }
 
 pub(crate) fn parse_capacity(s: &str) -> Result<Capacity, String> {

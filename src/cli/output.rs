@@ -158,8 +158,8 @@ pub(crate) fn on_off(b: bool) -> &'static str {
 }
 
 /// The drive the flags describe, or the one saved in `image` (see
-/// [`super::open_drive`]).
-pub(crate) fn build(drive: &DriveArgs, image: Option<&Path>) -> Result<(Drive, Option<ImageLock>), Failure> {
-    let cfg = drive.build(None).map_err(Failure::Usage)?;
+/// [`super::open_drive`]), for a command that holds `held` copies of it.
+pub(crate) fn build(drive: &DriveArgs, image: Option<&Path>, held: u32) -> Result<(Drive, Option<ImageLock>), Failure> {
+    let cfg = drive.build_held(None, held).map_err(Failure::Usage)?;
     open_drive(cfg, image)
 }

@@ -190,7 +190,7 @@ pub(crate) fn hdtach(args: HdtachArgs) -> Result<(), Failure> {
     if args.zones == 0 {
         return Err(Failure::Usage("--zones: must be at least 1".into()));
     }
-    let (mut drive, _lock) = build(&args.drive, args.image.as_deref())?;
+    let (mut drive, _lock) = build(&args.drive, args.image.as_deref(), 2)?;
     let seed = drive.config().seed;
     if u64::from(args.zones) * review::HDTACH_REQUEST > drive.config().logical_bytes {
         return Err(Failure::Usage(format!(
@@ -270,7 +270,7 @@ pub(crate) fn atto(args: AttoArgs) -> Result<(), Failure> {
     if args.span.0 < review::ATTO_SIZES[0] {
         return Err(Failure::Usage(format!("--span {}: must hold at least one 512-byte transfer", args.span.0)));
     }
-    let (drive, _lock) = build(&args.drive, args.image.as_deref())?;
+    let (drive, _lock) = build(&args.drive, args.image.as_deref(), 2)?;
     let seed = drive.config().seed;
     let points =
         with_progress(&args.out, "atto", |p| review::atto(&drive, args.span.0, seed, p)).map_err(Failure::run)?;
@@ -353,7 +353,7 @@ pub(crate) fn iometer(args: IometerArgs) -> Result<(), Failure> {
     if args.ops == 0 {
         return Err(Failure::Usage("--ops: must be at least 1".into()));
     }
-    let (mut drive, _lock) = build(&args.drive, args.image.as_deref())?;
+    let (mut drive, _lock) = build(&args.drive, args.image.as_deref(), 1)?;
     let seed = drive.config().seed;
     let span = args.span.0.min(drive.config().logical_bytes);
     if span < IOMETER_FILL_REQUEST {
@@ -449,7 +449,8 @@ pub(crate) fn torture(args: TortureArgs) -> Result<(), Failure> {
     flags.media = flags.media.or(Some(duraflash::Media::MetadataOnly));
     // The whole drive unless --capacity scales it down (4GiB runs in
     // about a minute).
-    let cfg = flags.build(None).map_err(Failure::Usage)?;
+    // The drive and the copy each HD Tach write sweep runs on.
+    let cfg = flags.build_held(None, 2).map_err(Failure::Usage)?;
     if args.qd == 0 || args.zones == 0 {
         return Err(Failure::Usage("--qd and --zones must be at least 1".into()));
     }

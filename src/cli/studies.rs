@@ -73,10 +73,10 @@ pub(crate) fn corpus(args: CorpusArgs) -> Result<(), Failure> {
     if !(args.share > 0.0 && args.share <= 1.0) {
         return Err(Failure::Usage(format!("--share {} must be in (0, 1]", args.share)));
     }
-    let mut cfg = args.drive.build(Some(CORPUS_DEFAULT_CAPACITY)).map_err(Failure::Usage)?;
-    if args.drive.media.is_none() {
-        cfg.media = duraflash::Media::MetadataOnly;
-    }
+    let mut flags = args.drive.clone();
+    flags.media = flags.media.or(Some(duraflash::Media::MetadataOnly));
+    // The drive and the copy each speed test runs on.
+    let cfg = flags.build_held(Some(CORPUS_DEFAULT_CAPACITY), 2).map_err(Failure::Usage)?;
     let names = if args.corpora.is_empty() {
         Corpus::names(&dir).map_err(|e| Failure::Usage(e.to_string()))?
     } else {

@@ -80,7 +80,8 @@ pub(crate) fn raid(args: RaidArgs) -> Result<(), Failure> {
     setup_threads(&args.out)?;
     let mut flags = args.drive.clone();
     flags.media = flags.media.or(Some(duraflash::Media::MetadataOnly));
-    let cfg = flags.build(Some(RAID_DEFAULT_MEMBER_CAPACITY)).map_err(Failure::Usage)?;
+    let members = u32::try_from(args.members).unwrap_or(u32::MAX);
+    let cfg = flags.build_held(Some(RAID_DEFAULT_MEMBER_CAPACITY), members).map_err(Failure::Usage)?;
     if args.zones == 0 {
         return Err(Failure::Usage("--zones: must be at least 1".into()));
     }

@@ -28,6 +28,14 @@ impl ChunkBytes {
         ChunkBytes { slots: Vec::with_capacity(chunks), held: 0 }
     }
 
+    /// Resident bytes of `chunks` chunks of `len` stored bytes each: a slot
+    /// per id and a heap allocation per chunk (glibc's: an 8-byte header,
+    /// rounded to 16, at least 32).
+    pub fn bytes_for(chunks: u64, len: u64) -> u64 {
+        let slot = std::mem::size_of::<Option<Box<[u8]>>>() as u64;
+        chunks * (slot + (len + 8).next_multiple_of(16).max(32))
+    }
+
     /// Keeps `bytes` as `id`'s content, replacing any held.
     pub fn put(&mut self, id: ChunkId, bytes: &[u8]) {
         let i = id.index();

@@ -127,6 +127,20 @@ impl ChunkStore {
         }
     }
 
+    /// Resident bytes of a store holding `chunks` chunks: records, and
+    /// with `dedup` fingerprints and the index at the size it has grown to.
+    /// (While the index doubles it holds both tables, but then the store
+    /// holds at most 3/8 of the new table's chunks, so less in all.)
+    pub fn bytes_for(chunks: u64, dedup: bool) -> u64 {
+        let records = chunks * std::mem::size_of::<Record>() as u64;
+        if !dedup {
+            return records;
+        }
+        let fingerprints = chunks * std::mem::size_of::<Fingerprint>() as u64;
+        let slots = FlatIndex::slots_for(chunks);
+        records + fingerprints + slots * std::mem::size_of::<u32>() as u64
+    }
+
     /// Writes the store as an image's `CHNK` payload: its settings, then
     /// the records, fingerprints, free ids and index slots as tables.
     pub fn write_image(&self, w: &mut dyn io::Write) -> io::Result<()> {
@@ -392,6 +406,16 @@ struct FlatIndex {
 }
 
 impl FlatIndex {
+    /// Slots the index has grown to once it holds `len` ids (it doubles
+    /// from 1024 whenever it would pass 3/4 full).
+    fn slots_for(len: u64) -> u64 {
+        let mut slots = 1024;
+        while len * 4 > slots * 3 {
+            slots *= 2;
+        }
+        slots
+    }
+
     /// An empty index whose ids fit below `records + 1`.
     fn for_records(records: usize) -> Self {
         let id_bits = usize::BITS - (records + 1).leading_zeros();

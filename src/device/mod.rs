@@ -27,6 +27,7 @@ use crate::units::{ChunkId, Lba, Lpn, NandExtent, SimTime, SECTOR_BYTES};
 
 pub mod check;
 pub mod gc;
+pub mod memory;
 pub mod persist;
 pub mod read;
 pub mod resume;

@@ -62,6 +62,12 @@ impl GreedyIndex {
         }
     }
 
+    /// Resident bytes per block: its slot, and its entry in a bucket
+    /// (buckets grow by doubling, so half again on average).
+    pub fn bytes_per_block() -> u64 {
+        (std::mem::size_of::<(u32, u32)>() + std::mem::size_of::<Entry>() * 3 / 2) as u64
+    }
+
     /// Blocks indexed.
     pub fn count(&self) -> usize {
         self.len

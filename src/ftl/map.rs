@@ -26,6 +26,11 @@ impl L2pMap {
         L2pMap { entries }
     }
 
+    /// Resident bytes of a map of `units` entries.
+    pub fn bytes_for(units: u64) -> u64 {
+        units * std::mem::size_of::<u32>() as u64
+    }
+
     /// Writes the map as an image's `MAP ` payload: one table of entries.
     pub fn write_image(&self, w: &mut dyn io::Write) -> io::Result<()> {
         write_table(w, &self.entries)

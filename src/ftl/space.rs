@@ -87,6 +87,17 @@ pub struct Space {
 }
 
 impl Space {
+    /// Resident bytes per block when blocks take `chunks_per_block` chunks
+    /// between erases: its state, its free-list and greedy-index places,
+    /// and its summary (a vector that grows by doubling and keeps its
+    /// capacity through erases).
+    pub fn bytes_per_block(chunks_per_block: u64) -> u64 {
+        let summary = chunks_per_block.next_power_of_two().max(4) * std::mem::size_of::<ChunkId>() as u64 + 16;
+        (std::mem::size_of::<BlockMeta>() + std::mem::size_of::<BlockId>()) as u64
+            + GreedyIndex::bytes_per_block()
+            + summary
+    }
+
     /// All blocks free, nothing open.
     pub fn new(geometry: &Geometry) -> Self {
         let dies = geometry.dies() as usize;

@@ -1,0 +1,219 @@
+//! What a drive will hold in memory, worked out from its config before
+//! anything is allocated, and the check of that estimate against a limit
+//! (by default the memory the machine has available).
+//!
+//! Each part is sized by the code that owns it (`L2pMap::bytes_for`,
+//! `ChunkStore::bytes_for`, ...), for a drive whose every unit is written:
+//! stored bytes as if incompressible (the most memory media can hold),
+//! block summaries as if compression halves each unit (more chunks per
+//! block than incompressible data gives). Owns the estimate and the
+//! limit; does not cover what a command holds beside its drives (a trace
+//! read into memory, a filesystem model).
+
+use thiserror::Error;
+
+use crate::config::{DriveConfig, Media};
+use crate::datapath::chunk_bytes::ChunkBytes;
+use crate::datapath::chunks::ChunkStore;
+use crate::ftl::map::L2pMap;
+use crate::ftl::space::Space;
+use crate::nand::NandArray;
+use crate::units::ByteSize;
+
+use super::write::COMMIT_SLICE_UNITS;
+
+/// Resident memory of the process before any drive: code, the pipeline's
+/// threads and buffers, the allocator. Calibrated: the peak RSS of
+/// `duraflash wa --capacity 16MiB --media metadata-only` on Linux x86-64
+/// (8.1-8.3 MiB, of which its drive is 0.6 MiB).
+pub const PROCESS_BYTES: u64 = 8 << 20;
+
+/// One part of the estimate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Part {
+    /// What it holds.
+    pub name: &'static str,
+    /// Peak resident bytes.
+    pub bytes: u64,
+    /// The settings it grows with, as their flags.
+    pub grows_with: &'static str,
+}
+
+/// The peak resident memory of `drives` drives of one config.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemoryEstimate {
+    /// Drives held at once (a command may keep copies, or an array's members).
+    pub drives: u32,
+    /// One drive's parts, largest first.
+    pub parts: Vec<Part>,
+}
+
+impl MemoryEstimate {
+    /// The estimate for `drives` drives built from `config`.
+    pub fn of(config: &DriveConfig, drives: u32) -> Self {
+        let g = &config.geometry;
+        let unit = u64::from(config.unit_bytes);
+        let units = config.logical_units();
+        let chunks = units + COMMIT_SLICE_UNITS as u64;
+        let mean_chunk = if config.compression { unit / 2 } else { unit };
+        let per_block = g.block_bytes().div_ceil(mean_chunk);
+        let blocks = u64::from(g.total_blocks());
+        let stored = match config.media {
+            Media::Memory => ChunkBytes::bytes_for(chunks, unit),
+            Media::MetadataOnly => 0,
+        };
+        let mut parts = vec![
+            Part { name: "logical map", bytes: L2pMap::bytes_for(units), grows_with: "--capacity" },
+            Part {
+                name: "chunk records and dedup index",
+                bytes: ChunkStore::bytes_for(chunks, config.dedup),
+                grows_with: "--capacity, --dedup",
+            },
+            Part {
+                name: "block state and summaries",
+                bytes: blocks * Space::bytes_per_block(per_block) + NandArray::bytes_for(g),
+                grows_with: "--capacity, --op, --pages-per-block",
+            },
+            Part { name: "stored data", bytes: stored, grows_with: "--media memory, --capacity" },
+        ];
+        parts.retain(|p| p.bytes > 0);
+        parts.sort_by_key(|p| std::cmp::Reverse(p.bytes));
+        MemoryEstimate { drives, parts }
+    }
+
+    /// Peak resident bytes of the process: the drives and the rest.
+    pub fn total(&self) -> u64 {
+        let drive: u64 = self.parts.iter().map(|p| p.bytes).sum();
+        PROCESS_BYTES + u64::from(self.drives) * drive
+    }
+
+    /// `Ok` when the estimate fits in `limit`.
+    pub fn check(&self, limit: &MemoryLimit) -> Result<(), MemoryError> {
+        if self.total() <= limit.bytes {
+            return Ok(());
+        }
+        let parts = self.parts.iter().map(|p| format!("{} {}", p.name, ByteSize(p.bytes))).collect::<Vec<_>>();
+        let big = self.parts.iter().take_while(|p| p.bytes * 4 >= self.total() / u64::from(self.drives).max(1));
+        let mut drivers: Vec<&str> = big.flat_map(|p| p.grows_with.split(", ")).collect();
+        drivers.dedup();
+        drivers.sort_unstable();
+        drivers.dedup();
+        Err(MemoryError {
+            estimate: self.total(),
+            drives: self.drives,
+            parts: parts.join(", "),
+            drivers: drivers.join(", "),
+            limit: limit.clone(),
+        })
+    }
+}
+
+/// How much memory a run may take, and where that figure came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemoryLimit {
+    /// The limit in bytes.
+    pub bytes: u64,
+    /// Where it came from, for the message: "--memory-limit", "available
+    /// memory", "the address space (ulimit -v)".
+    pub source: &'static str,
+}
+
+impl MemoryLimit {
+    /// The machine's: the memory available now (Linux `MemAvailable`),
+    /// or the process's address-space limit if that is lower. `None`
+    /// where neither can be read.
+    pub fn machine() -> Option<Self> {
+        let available = std::fs::read_to_string("/proc/meminfo").ok().and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(MemoryLimit { bytes: kib << 10, source: "available memory" })
+        });
+        let address_space =
+            address_space_limit().map(|bytes| MemoryLimit { bytes, source: "the address space (ulimit -v)" });
+        match (available, address_space) {
+            (Some(a), Some(b)) => Some(if b.bytes < a.bytes { b } else { a }),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+#[cfg(unix)]
+fn address_space_limit() -> Option<u64> {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit only writes the struct it is given.
+    #[allow(unsafe_code)]
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut lim) } == 0;
+    (ok && lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur)
+}
+
+#[cfg(not(unix))]
+fn address_space_limit() -> Option<u64> {
+    None
+}
+
+/// A configuration that needs more memory than the limit allows.
+#[derive(Clone, Debug, Error, PartialEq)]
+#[error(
+    "needs an estimated {} ({}{parts}), over the {} limit of {}; it grows with {drivers}",
+    ByteSize(*estimate),
+    if *drives == 1 { String::new() } else { format!("{drives} drives, each ") },
+    ByteSize(limit.bytes),
+    limit.source
+)]
+pub struct MemoryError {
+    /// Estimated peak bytes.
+    pub estimate: u64,
+    /// Drives held at once.
+    pub drives: u32,
+    /// One drive's parts, described.
+    pub parts: String,
+    /// The settings that drive the largest parts.
+    pub drivers: String,
+    /// The limit it was checked against.
+    pub limit: MemoryLimit,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sf(capacity: u64) -> DriveConfig {
+        let mut cfg = DriveConfig::preset("sf2281-240g").unwrap().scaled(capacity).unwrap();
+        cfg.media = Media::MetadataOnly;
+        cfg
+    }
+
+    #[test]
+    fn the_estimate_grows_with_what_drives_it() {
+        let small = MemoryEstimate::of(&sf(1 << 30), 1).total();
+        assert!(MemoryEstimate::of(&sf(4 << 30), 1).total() > 3 * (small - PROCESS_BYTES));
+        assert_eq!(MemoryEstimate::of(&sf(1 << 30), 2).total() - PROCESS_BYTES, 2 * (small - PROCESS_BYTES));
+        let mut memory = sf(1 << 30);
+        memory.media = Media::Memory;
+        assert!(MemoryEstimate::of(&memory, 1).total() > small + (1 << 30), "memory media holds the data");
+        let tiny_blocks = sf(1 << 30).with_pages_per_block(1).unwrap().with_op(2.0).unwrap();
+        assert!(MemoryEstimate::of(&tiny_blocks, 1).total() > 2 * small, "per-block state dominates");
+    }
+
+    #[test]
+    fn over_the_limit_names_the_estimate_the_limit_and_the_settings() {
+        let mut full = DriveConfig::preset("sf2281-240g").unwrap();
+        full.media = Media::MetadataOnly;
+        let full = full.with_pages_per_block(1).unwrap().with_op(10.0).unwrap();
+        let limit = MemoryLimit { bytes: 4 << 30, source: "--memory-limit" };
+        let e = MemoryEstimate::of(&full, 1).check(&limit).unwrap_err();
+        let text = e.to_string();
+        assert!(e.estimate > 20 << 30, "{text}");
+        assert!(text.contains("over the 4.00 GiB limit of --memory-limit"), "{text}");
+        assert!(text.contains("--pages-per-block"), "{text}");
+        MemoryEstimate::of(&sf(64 << 20), 1).check(&limit).expect("a small drive fits");
+    }
+
+    #[test]
+    fn the_machine_limit_is_read_where_linux_has_one() {
+        if cfg!(target_os = "linux") {
+            let limit = MemoryLimit::machine().expect("/proc/meminfo");
+            assert!(limit.bytes > 0);
+        }
+    }
+}
