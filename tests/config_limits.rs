@@ -1,0 +1,75 @@
+//! Configurations no machine or model can hold are refused up front with
+//! exit 2 and one line naming the flag or TOML field, never by an
+//! allocation abort or a silently different drive.
+
+use std::process::{Command, Output};
+
+fn duraflash(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_duraflash")).args(args).output().expect("binary runs")
+}
+
+fn usage_error(out: &Output, needle: &str) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
+    assert!(stderr.contains(needle), "{needle:?} not in: {stderr}");
+    stderr
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("duraflash-limits-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn tiny_job(dir: &std::path::Path) -> String {
+    let path = dir.join("tiny.fio");
+    std::fs::write(&path, "[job]\nrw=randwrite\nbs=4k\nsize=80k\n").unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn a_drive_over_the_memory_limit_is_refused_naming_estimate_and_settings() {
+    let dir = scratch("memory");
+    let job = tiny_job(&dir);
+    let args = [
+        "run",
+        &job,
+        "--capacity",
+        "full",
+        "--pages-per-block",
+        "1",
+        "--op",
+        "10",
+        "--media",
+        "metadata-only",
+        "--memory-limit",
+        "4GiB",
+    ];
+    let e = usage_error(&duraflash(&args), "--pages-per-block");
+    assert!(e.contains("needs an estimated") && e.contains("4.00 GiB limit of --memory-limit"), "{e}");
+    // The same limit as an address-space rlimit: refused, not aborted.
+    if cfg!(target_os = "linux") {
+        let script = format!("ulimit -v 4194304; exec \"$0\" {}", args[..10].join(" "));
+        let out = Command::new("sh").args(["-c", &script, env!("CARGO_BIN_EXE_duraflash")]).output().unwrap();
+        let e = usage_error(&out, "ulimit -v");
+        assert!(e.contains("--pages-per-block"), "{e}");
+    }
+    // A small drive under the same limit runs.
+    let ok = duraflash(&["run", &job, "--capacity", "64MiB", "--memory-limit", "4GiB", "--quiet"]);
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn geometry_out_of_range_names_the_flag_or_the_toml_field() {
+    usage_error(&duraflash(&["wa", "--pages-per-block", "4294967295"]), "--pages-per-block");
+    usage_error(&duraflash(&["wa", "--capacity", "64MiB", "--op", "0.07"]), "--op");
+    let dir = scratch("geometry");
+    let path = dir.join("wide.toml");
+    let toml = toml::to_string(&duraflash::DriveConfig::preset("sf2281-240g").unwrap()).unwrap();
+    assert!(toml.contains("channels = 8"), "{toml}");
+    std::fs::write(&path, toml.replace("channels = 8", "channels = 10000000")).unwrap();
+    usage_error(&duraflash(&["wa", "--config", path.to_str().unwrap()]), "geometry.channels");
+    std::fs::remove_dir_all(dir).unwrap();
+}
