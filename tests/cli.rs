@@ -45,7 +45,7 @@ fn bad_input_exits_2_with_one_line_naming_the_problem() {
         (&["torture", "--firmware", "sf-9"], "sf-5.0.2"),
         (&["atto", "--span", "0"], "--span"),
         (&["iometer", "--span", "1k"], "--span"),
-        (&["hdtach", "--capacity", "1MiB"], "--zones"),
+        (&["hdtach", "--capacity", "16MiB", "--zones", "1000"], "--zones"),
         (&["serve", "--listen", "nowhere"], "--listen"),
         (&["serve", "--metrics", "9100"], "--metrics"),
         (&["serve", "--stats-interval", "-1"], "--stats-interval"),

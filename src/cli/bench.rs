@@ -26,7 +26,7 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_enum, default_value = "content-free,content,retained")]
     modes: Vec<BenchModeArg>,
     /// Over-provisioning of the data blocks, the same at every size.
-    #[arg(long, default_value_t = 0.07)]
+    #[arg(long, default_value = "7%", value_parser = super::parse_op)]
     op: f64,
     /// Random-write drive-writes before the measured phase.
     #[arg(long, default_value_t = 1.0)]

@@ -70,8 +70,9 @@ pub(crate) struct DriveArgs {
     /// or 'full' for the preset's own.
     #[arg(long, value_parser = parse_capacity)]
     pub(crate) capacity: Option<Capacity>,
-    /// Over-provisioning of the data blocks: (physical - logical) / logical, GC reserve excluded.
-    #[arg(long, allow_negative_numbers = true)]
+    /// Over-provisioning of the data blocks, (physical - logical) / logical, GC reserve excluded:
+    /// 7% or 0.07 [default: the preset's, kept when --capacity scales it]
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_op)]
     pub(crate) op: Option<f64>,
     /// NAND pages per erase block (the array keeps its physical size unless --op is given).
     #[arg(long)]
@@ -121,6 +122,10 @@ impl DriveArgs {
     }
 }
 
+pub(crate) fn parse_op(s: &str) -> Result<f64, String> {
+    duraflash::config::overrides::parse_op(s)
+}
+
 pub(crate) fn parse_gc(s: &str) -> Result<GcPolicy, String> {
     s.parse()
 }
@@ -147,10 +152,12 @@ pub(crate) fn parse_capacity(s: &str) -> Result<Capacity, String> {
 /// What written data looks like (fio's buffer options).
 #[derive(Args, Clone)]
 pub(crate) struct DataArgs {
-    /// Data content: incompressible (random) or compressible (fio-style, see --compress-pct).
-    #[arg(long, value_enum, default_value = "incompressible")]
-    pub(crate) data: DataKind,
-    /// fio's buffer_compress_percentage: share of each 512-byte segment that is zeros.
+    /// Data content: incompressible (random) or compressible (fio-style, see --compress-pct)
+    /// [default: incompressible, or compressible when --compress-pct is given]
+    #[arg(long, value_enum)]
+    pub(crate) data: Option<DataKind>,
+    /// fio's buffer_compress_percentage: share of each 512-byte segment that is zeros; implies
+    /// --data compressible, as in fio [default with --data compressible: 50]
     #[arg(long, value_parser = parse_pct)]
     pub(crate) compress_pct: Option<u8>,
     /// fio's dedupe_percentage: share of units that repeat earlier content.
@@ -162,11 +169,12 @@ impl DataArgs {
     /// The data spec and the compress percentage it uses.
     pub(crate) fn spec(&self) -> Result<(DataSpec, u8), Failure> {
         let pct = match (self.data, self.compress_pct) {
-            (DataKind::Incompressible, Some(p)) if p > 0 => {
-                return Err(Failure::Usage("--compress-pct needs --data compressible".into()))
+            (Some(DataKind::Incompressible), Some(p)) if p > 0 => {
+                return Err(Failure::Usage(format!("--compress-pct {p} contradicts --data incompressible (drop one)")))
             }
-            (DataKind::Incompressible, _) => 0,
-            (DataKind::Compressible, p) => p.unwrap_or(DEFAULT_COMPRESS_PCT),
+            (None, Some(p)) => p,
+            (Some(DataKind::Incompressible) | None, _) => 0,
+            (Some(DataKind::Compressible), p) => p.unwrap_or(DEFAULT_COMPRESS_PCT),
         };
         let spec = DataSpec::compressible(pct)
             .and_then(|d| d.with_dedupe(self.dedupe_pct))

@@ -13,7 +13,7 @@ use duraflash::lab::sweep::{self as sw, Grid, SweepRun};
 use duraflash::ByteSize;
 
 use super::output::{emit, progress_bar, with_phases, with_progress, write_plot, Provenance};
-use super::{parse_gc, parse_media, parse_pct, setup_threads, DriveArgs, Failure, Output};
+use super::{parse_gc, parse_media, parse_op, parse_pct, setup_threads, DriveArgs, Failure, Output};
 
 #[derive(Args)]
 pub(crate) struct CorpusArgs {
@@ -190,8 +190,8 @@ pub(crate) struct SweepArgs {
     /// Base seed; point i runs with its own seed derived from it.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Over-provisioning values (comma-separated).
-    #[arg(long, value_delimiter = ',', default_value = "0.07,0.15,0.28", allow_negative_numbers = true)]
+    /// Over-provisioning values (comma-separated; 7% or 0.07 each).
+    #[arg(long, value_delimiter = ',', default_value = "7%,15%,28%", value_parser = parse_op, allow_negative_numbers = true)]
     op: Vec<f64>,
     /// GC policies (greedy, cost-benefit, fifo).
     #[arg(long, value_delimiter = ',', value_parser = parse_gc, default_value = "greedy")]
