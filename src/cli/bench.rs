@@ -11,7 +11,7 @@ use duraflash::lab::soak;
 use duraflash::Drive;
 
 use super::output::{emit, progress_bar, with_phases, write_plot};
-use super::{setup_threads, DriveArgs, Failure, Output};
+use super::{setup_threads, DriveArgs, Failure, Output, Reads};
 
 #[derive(Args)]
 pub(crate) struct BenchArgs {
@@ -184,15 +184,9 @@ pub(crate) struct SoakArgs {
     out: Output,
 }
 
-/// Capacity `soak` uses when none is given: small, so GC runs constantly.
-pub(crate) const SOAK_DEFAULT_CAPACITY: u64 = 64 << 20;
-
 pub(crate) fn soak(args: SoakArgs) -> Result<(), Failure> {
     setup_threads(&args.out)?;
-    let mut cfg = args.drive.build(Some(SOAK_DEFAULT_CAPACITY)).map_err(Failure::Usage)?;
-    if args.drive.media.is_none() {
-        cfg.media = Media::Memory;
-    }
+    let cfg = args.drive.build(Reads::Data).map_err(Failure::Usage)?;
     if cfg.media != Media::Memory {
         return Err(Failure::Usage("--media: soak verifies reads, so it needs memory media".into()));
     }

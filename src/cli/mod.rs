@@ -21,6 +21,7 @@ use duraflash::{ByteSize, Drive};
 use output::emit;
 
 pub(crate) mod bench;
+pub(crate) mod estimate;
 pub(crate) mod fio;
 pub(crate) mod output;
 pub(crate) mod replay;
@@ -57,17 +58,36 @@ impl Toggle {
     }
 }
 
+/// The host capacity every command scales its drive to unless `--capacity`
+/// says otherwise: small enough for a laptop, large enough that the
+/// sf2281's OP steps stay near its own (12 % data OP against 7 %).
+pub(crate) const DEFAULT_CAPACITY: u64 = 1 << 30;
+
+/// The preset every command builds unless `--preset` or `--config` says otherwise.
+pub(crate) const DEFAULT_PRESET: &str = "sf2281-240g";
+
+/// Whether a command reads data back, which decides its `--media` default.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Reads {
+    /// Reads are timed only: metadata-only media (the same timing, WAF,
+    /// compression and dedup, a fraction of the memory).
+    Timing,
+    /// Reads return the bytes (served to clients, verified, or merged
+    /// into sub-unit writes): memory media.
+    Data,
+}
+
 /// Flags that build a drive; they mean the same on every command.
 #[derive(Args, Clone)]
 pub(crate) struct DriveArgs {
-    /// Built-in drive preset: sf2281-240g, samsung830-64g, intel-x25m-g2-160g.
-    #[arg(long, default_value = "sf2281-240g")]
-    pub(crate) preset: String,
-    /// Drive config file (TOML), instead of a preset.
+    /// Built-in drive preset: sf2281-240g, samsung830-64g, intel-x25m-g2-160g [default: sf2281-240g]
+    #[arg(long)]
+    pub(crate) preset: Option<String>,
+    /// Drive config file (TOML), instead of a preset (its media and size stand unless flags change them).
     #[arg(long, conflicts_with = "preset")]
     pub(crate) config: Option<PathBuf>,
     /// Scale the drive down to this host capacity (240GB = 240e9 bytes, 256GiB = 256 x 2^30),
-    /// or 'full' for the preset's own.
+    /// or 'full' for the preset's own [default: 1GiB]
     #[arg(long, value_parser = parse_capacity)]
     pub(crate) capacity: Option<Capacity>,
     /// Over-provisioning of the data blocks, (physical - logical) / logical, GC reserve excluded:
@@ -77,7 +97,7 @@ pub(crate) struct DriveArgs {
     /// NAND pages per erase block (the array keeps its physical size unless --op is given).
     #[arg(long)]
     pub(crate) pages_per_block: Option<u32>,
-    /// GC victim policy.
+    /// GC victim policy [default: greedy] [possible values: greedy, cost-benefit, fifo]
     #[arg(long, value_parser = parse_gc)]
     pub(crate) gc: Option<GcPolicy>,
     /// Compress units (lz4).
@@ -86,39 +106,82 @@ pub(crate) struct DriveArgs {
     /// Store identical units once.
     #[arg(long, value_enum)]
     pub(crate) dedup: Option<Toggle>,
-    /// What the NAND keeps: memory (data, reads work) or metadata-only.
+    /// What the NAND keeps: metadata-only (mappings and sizes; the same timing, WAF, compression
+    /// and dedup) or memory (the bytes too) [default: metadata-only; memory for serve, soak, atto,
+    /// run and replay, which read data back (a sub-unit write reads the old unit)]
     #[arg(long, value_parser = parse_media)]
     pub(crate) media: Option<Media>,
-    /// Seed of every random stream.
-    #[arg(long, default_value_t = 1)]
-    pub(crate) seed: u64,
+    /// Seed of every random stream [default: 1]
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
     /// Firmware profile: sf-3.x, sf-5.0.2, sf-5.0.3, generic (default: the preset's).
     #[arg(long)]
     pub(crate) firmware: Option<String>,
 }
 
 impl DriveArgs {
-    /// The library's overrides these flags give.
-    pub(crate) fn overrides(&self) -> DriveOverrides {
+    /// The library's overrides these flags give, with every command's
+    /// defaults (preset, seed, and the media `reads` asks for) where a flag
+    /// is not given; a `--config` file's media stands.
+    pub(crate) fn overrides(&self, reads: Reads) -> DriveOverrides {
+        let mut o = self.defaults(reads);
+        self.apply_given(&mut o);
+        o
+    }
+
+    /// Every command's defaults, before any flag: the preset, 1 GiB, seed
+    /// 1, and the media `reads` asks for (none over a `--config` file's).
+    pub(crate) fn defaults(&self, reads: Reads) -> DriveOverrides {
+        let media = match (reads, &self.config) {
+            (_, Some(_)) => None,
+            (Reads::Timing, None) => Some(Media::MetadataOnly),
+            (Reads::Data, None) => Some(Media::Memory),
+        };
         DriveOverrides {
-            preset: self.preset.clone(),
-            config: self.config.clone(),
-            capacity: self.capacity,
-            op: self.op,
-            pages_per_block: self.pages_per_block,
-            gc: self.gc,
-            compression: self.compression.map(Toggle::on),
-            dedup: self.dedup.map(Toggle::on),
-            media: self.media,
-            seed: self.seed,
-            firmware: self.firmware.clone(),
+            preset: DEFAULT_PRESET.into(),
+            config: None,
+            capacity: self.config.is_none().then_some(Capacity::Bytes(DEFAULT_CAPACITY)),
+            op: None,
+            pages_per_block: None,
+            gc: None,
+            compression: None,
+            dedup: None,
+            media,
+            seed: 1,
+            firmware: None,
         }
     }
 
-    /// The drive config these flags describe; `default_capacity` applies
-    /// when `--capacity` is not given.
-    pub(crate) fn build(&self, default_capacity: Option<u64>) -> Result<DriveConfig, String> {
-        self.overrides().build(default_capacity).map_err(|e| e.to_string())
+    /// Applies the flags given on the command line on top of `o` and
+    /// returns their names (`--capacity`, ...).
+    pub(crate) fn apply_given(&self, o: &mut DriveOverrides) -> Vec<&'static str> {
+        let mut given = Vec::new();
+        macro_rules! take {
+            ($field:ident, $flag:literal, $value:expr) => {
+                if let Some(v) = &self.$field {
+                    o.$field = $value(v.clone());
+                    given.push($flag);
+                }
+            };
+        }
+        take!(preset, "--preset", |v| v);
+        take!(config, "--config", Some);
+        take!(capacity, "--capacity", Some);
+        take!(op, "--op", Some);
+        take!(pages_per_block, "--pages-per-block", Some);
+        take!(gc, "--gc", Some);
+        take!(compression, "--compression", |v: Toggle| Some(v.on()));
+        take!(dedup, "--dedup", |v: Toggle| Some(v.on()));
+        take!(media, "--media", Some);
+        take!(seed, "--seed", |v| v);
+        take!(firmware, "--firmware", Some);
+        given
+    }
+
+    /// The drive config these flags describe, on a command whose reads
+    /// are `reads`.
+    pub(crate) fn build(&self, reads: Reads) -> Result<DriveConfig, String> {
+        self.overrides(reads).build(None).map_err(|e| e.to_string())
     }
 }
 
