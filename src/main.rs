@@ -31,7 +31,8 @@ fn quirks_line() -> String {
     name = "duraflash",
     version,
     about = "A SandForce-style SSD controller model: compression, dedup, GC, TRIM",
-    after_help = quirks_line()
+    after_help = quirks_line(),
+    arg_required_else_help = true
 )]
 struct Cli {
     #[command(subcommand)]
@@ -55,8 +56,8 @@ enum Command {
     /// Run a fio job file against the simulated drive.
     Run(fio::RunArgs),
     /// The reviewers' SandForce torture protocol: clean, tortured, after
-    /// TRIM and after a second TRIM, each measured with HD Tach. Runs the
-    /// whole drive; `--capacity 4GiB` is a one-minute scale model.
+    /// TRIM and after a second TRIM, each measured with HD Tach, on the
+    /// 1 GiB scale model unless `--capacity full` asks for the whole drive.
     Torture(reviews::TortureArgs),
     /// Real data through the drive: compression, dedup, steady-state WAF
     /// and write speed for each corpus (committed samples, generated sets
@@ -90,7 +91,7 @@ enum Command {
     /// plain or gzip) on the drive and report WAF, dedup and latencies.
     Replay(replay::ReplayArgs),
     /// Drive images: `image info PATH` shows what one holds.
-    #[command(subcommand)]
+    #[command(subcommand, arg_required_else_help = true)]
     Image(ImageCommand),
     /// Millions of mixed operations on a small drive, checked against a
     /// shadow copy and the invariant checker; reports ops/s.
@@ -114,13 +115,13 @@ struct ServeArgs {
     drive: DriveArgs,
     /// Address NBD clients connect to (port 0: any free port; the one bound
     /// is printed on stderr).
-    #[arg(long, default_value = "127.0.0.1:10809")]
+    #[arg(long, default_value = "127.0.0.1:10809", value_parser = parse_addr)]
     listen: std::net::SocketAddr,
     /// Export name (the empty default name selects it too).
     #[arg(long, default_value = "duraflash")]
     export: String,
     /// Also answer Prometheus scrapes: GET http://ADDR/metrics.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_addr)]
     metrics: Option<std::net::SocketAddr>,
     /// Seconds between one-line summaries on stderr (0: none).
     #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
@@ -167,9 +168,21 @@ struct ServeArgs {
     stripe: Option<duraflash::ByteSize>,
 }
 
+/// `HOST:PORT` with HOST a name (`localhost:0`) or an address.
+fn parse_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    let mut addrs = s.to_socket_addrs().map_err(|e| format!("'{s}' is not HOST:PORT ({e})"))?;
+    addrs.next().ok_or_else(|| format!("'{s}' resolves to no address"))
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            // `duraflash` or `duraflash image` alone: the help, as --help prints it.
+            let _ = e.print();
+            return ExitCode::from(2);
+        }
         Err(e) if e.use_stderr() => {
             // One line naming the flag and what it accepts; no usage dump.
             let text = e.to_string();

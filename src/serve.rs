@@ -22,11 +22,6 @@ use duraflash::{ByteSize, Drive};
 use crate::commands::{is_stdout, Provenance};
 use crate::{Failure, ServeArgs};
 
-/// Capacity `serve` uses when none is given (of each member of an array):
-/// big enough for a filesystem, small enough that its map and data fit
-/// comfortably in memory.
-const SERVE_DEFAULT_CAPACITY: u64 = 1 << 30;
-
 /// The array served instead of one drive, as the report records it.
 #[derive(Serialize)]
 struct RaidReport {
@@ -166,7 +161,7 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
         .map_err(|_| Failure::Usage(format!("--stats-interval {}: out of range", args.stats_interval)))?;
     let array = array_flags(&args)?;
     let members = u32::try_from(args.members).unwrap_or(u32::MAX);
-    let cfg = args.drive.build_held(Some(SERVE_DEFAULT_CAPACITY), members).map_err(Failure::Usage)?;
+    let cfg = args.drive.build_held(crate::cli::Reads::Data, members).map_err(Failure::Usage)?;
     let mut out = ReportOut::open(args.json.as_deref())?;
     let Some((level, driver)) = array else {
         // The image's lock is taken before it is read or created and held

@@ -45,7 +45,7 @@ fn bad_input_exits_2_with_one_line_naming_the_problem() {
         (&["torture", "--firmware", "sf-9"], "sf-5.0.2"),
         (&["atto", "--span", "0"], "--span"),
         (&["iometer", "--span", "1k"], "--span"),
-        (&["hdtach", "--capacity", "1MiB"], "--zones"),
+        (&["hdtach", "--capacity", "16MiB", "--zones", "1000"], "--zones"),
         (&["serve", "--listen", "nowhere"], "--listen"),
         (&["serve", "--metrics", "9100"], "--metrics"),
         (&["serve", "--stats-interval", "-1"], "--stats-interval"),
@@ -142,6 +142,9 @@ fn sweep_jobs_merge_to_the_same_results() {
         "64MiB",
         "--op",
         "0.1,0.3",
+        // 2 MiB blocks would step a 64 MiB drive's OP by 100 %.
+        "--pages-per-block",
+        "16",
         "--compress-pct",
         "0",
         "--dedupe-pct",

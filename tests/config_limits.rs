@@ -40,7 +40,7 @@ fn a_drive_over_the_memory_limit_is_refused_naming_estimate_and_settings() {
         "--pages-per-block",
         "1",
         "--op",
-        "10",
+        "1000%",
         "--media",
         "metadata-only",
         "--memory-limit",

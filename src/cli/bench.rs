@@ -11,7 +11,7 @@ use duraflash::lab::soak;
 use duraflash::Drive;
 
 use super::output::{emit, progress_bar, with_phases, write_plot};
-use super::{setup_threads, DriveArgs, Failure, Output};
+use super::{setup_threads, DriveArgs, Failure, Output, Reads};
 
 #[derive(Args)]
 pub(crate) struct BenchArgs {
@@ -26,7 +26,7 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_enum, default_value = "content-free,content,retained")]
     modes: Vec<BenchModeArg>,
     /// Over-provisioning of the data blocks, the same at every size.
-    #[arg(long, default_value_t = 0.07)]
+    #[arg(long, default_value = "7%", value_parser = super::parse_op)]
     op: f64,
     /// Random-write drive-writes before the measured phase.
     #[arg(long, default_value_t = 1.0)]
@@ -184,14 +184,9 @@ pub(crate) struct SoakArgs {
     out: Output,
 }
 
-/// Capacity `soak` uses when none is given: small, so GC runs constantly.
-pub(crate) const SOAK_DEFAULT_CAPACITY: u64 = 64 << 20;
-
 pub(crate) fn soak(args: SoakArgs) -> Result<(), Failure> {
     setup_threads(&args.out)?;
-    let mut flags = args.drive.clone();
-    flags.media = flags.media.or(Some(Media::Memory));
-    let cfg = flags.build(Some(SOAK_DEFAULT_CAPACITY)).map_err(Failure::Usage)?;
+    let cfg = args.drive.build(Reads::Data).map_err(Failure::Usage)?;
     if cfg.media != Media::Memory {
         return Err(Failure::Usage("--media: soak verifies reads, so it needs memory media".into()));
     }

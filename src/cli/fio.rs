@@ -12,7 +12,7 @@ use duraflash::workload::fio;
 use duraflash::workload::job::{run_job, JobResult};
 
 use super::output::{emit, with_progress, Provenance};
-use super::{open_drive, save_image, setup_threads, DriveArgs, Failure, Output};
+use super::{open_drive, save_image, setup_threads, DriveArgs, Failure, Output, Reads};
 
 #[derive(Args)]
 pub(crate) struct RunArgs {
@@ -78,9 +78,42 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     let text =
         std::fs::read_to_string(&args.job).map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
     let file = fio::parse(&text).map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
-    let mut overrides = args.drive.overrides();
+    // Precedence: the defaults, then the job file's [drive] section, then
+    // the flags given on the command line (the run at hand says last).
+    let mut overrides = args.drive.defaults(Reads::Data);
     file.apply_drive(&mut overrides).map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
-    let cfg = overrides.build(None).map_err(Failure::usage)?;
+    let given = args.drive.apply_given(&mut overrides);
+    for s in &file.drive {
+        let flag = format!("--{}", s.key);
+        if given.contains(&flag.as_str()) {
+            eprintln!(
+                "duraflash: note: {}: line {}: [drive] {}={} is overridden by {flag} on the command line",
+                args.job.display(),
+                s.line,
+                s.key,
+                s.value
+            );
+        }
+    }
+    let cfg = overrides.build(None).map_err(|e| {
+        // A refused setting the file gave is named by its file and line.
+        let text = e.to_string();
+        let from_file = file.drive.iter().rev().find(|s| {
+            let flag = format!("--{}", s.key);
+            text.starts_with(&flag) && !given.contains(&flag.as_str())
+        });
+        match from_file {
+            Some(s) => Failure::Usage(format!(
+                "{}: line {}: [drive] {}={}: {}",
+                args.job.display(),
+                s.line,
+                s.key,
+                s.value,
+                text.trim_start_matches(&format!("--{}", s.key)).trim_start_matches([':', ' '])
+            )),
+            None => Failure::Usage(text),
+        }
+    })?;
     args.drive.check_memory(&cfg, 1).map_err(Failure::Usage)?;
     let (mut drive, _lock) = open_drive(cfg, args.image.as_deref())?;
     let capacity = drive.config().logical_bytes;

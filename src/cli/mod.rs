@@ -22,6 +22,7 @@ use duraflash::{ByteSize, Drive};
 use output::emit;
 
 pub(crate) mod bench;
+pub(crate) mod estimate;
 pub(crate) mod fio;
 pub(crate) mod output;
 pub(crate) mod replay;
@@ -58,26 +59,46 @@ impl Toggle {
     }
 }
 
+/// The host capacity every command scales its drive to unless `--capacity`
+/// says otherwise: small enough for a laptop, large enough that the
+/// sf2281's OP steps stay near its own (12 % data OP against 7 %).
+pub(crate) const DEFAULT_CAPACITY: u64 = 1 << 30;
+
+/// The preset every command builds unless `--preset` or `--config` says otherwise.
+pub(crate) const DEFAULT_PRESET: &str = "sf2281-240g";
+
+/// Whether a command reads data back, which decides its `--media` default.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Reads {
+    /// Reads are timed only: metadata-only media (the same timing, WAF,
+    /// compression and dedup, a fraction of the memory).
+    Timing,
+    /// Reads return the bytes (served to clients, verified, or merged
+    /// into sub-unit writes): memory media.
+    Data,
+}
+
 /// Flags that build a drive; they mean the same on every command.
 #[derive(Args, Clone)]
 pub(crate) struct DriveArgs {
-    /// Built-in drive preset: sf2281-240g, samsung830-64g, intel-x25m-g2-160g.
-    #[arg(long, default_value = "sf2281-240g")]
-    pub(crate) preset: String,
-    /// Drive config file (TOML), instead of a preset.
+    /// Built-in drive preset: sf2281-240g, samsung830-64g, intel-x25m-g2-160g [default: sf2281-240g]
+    #[arg(long)]
+    pub(crate) preset: Option<String>,
+    /// Drive config file (TOML), instead of a preset (its media and size stand unless flags change them).
     #[arg(long, conflicts_with = "preset")]
     pub(crate) config: Option<PathBuf>,
     /// Scale the drive down to this host capacity (240GB = 240e9 bytes, 256GiB = 256 x 2^30),
-    /// or 'full' for the preset's own.
+    /// or 'full' for the preset's own [default: 1GiB]
     #[arg(long, value_parser = parse_capacity)]
     pub(crate) capacity: Option<Capacity>,
-    /// Over-provisioning of the data blocks: (physical - logical) / logical, GC reserve excluded.
-    #[arg(long, allow_negative_numbers = true)]
+    /// Over-provisioning of the data blocks, (physical - logical) / logical, GC reserve excluded:
+    /// 7% or 0.07 [default: the preset's, kept when --capacity scales it]
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_op)]
     pub(crate) op: Option<f64>,
     /// NAND pages per erase block (the array keeps its physical size unless --op is given).
     #[arg(long)]
     pub(crate) pages_per_block: Option<u32>,
-    /// GC victim policy.
+    /// GC victim policy [default: greedy] [possible values: greedy, cost-benefit, fifo]
     #[arg(long, value_parser = parse_gc)]
     pub(crate) gc: Option<GcPolicy>,
     /// Compress units (lz4).
@@ -86,12 +107,14 @@ pub(crate) struct DriveArgs {
     /// Store identical units once.
     #[arg(long, value_enum)]
     pub(crate) dedup: Option<Toggle>,
-    /// What the NAND keeps: memory (data, reads work) or metadata-only.
+    /// What the NAND keeps: metadata-only (mappings and sizes; the same timing, WAF, compression
+    /// and dedup) or memory (the bytes too) [default: metadata-only; memory for serve, soak, atto,
+    /// run and replay, which read data back (a sub-unit write reads the old unit)]
     #[arg(long, value_parser = parse_media)]
     pub(crate) media: Option<Media>,
-    /// Seed of every random stream.
-    #[arg(long, default_value_t = 1)]
-    pub(crate) seed: u64,
+    /// Seed of every random stream [default: 1]
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
     /// Firmware profile: sf-3.x, sf-5.0.2, sf-5.0.3, generic (default: the preset's).
     #[arg(long)]
     pub(crate) firmware: Option<String>,
@@ -101,33 +124,74 @@ pub(crate) struct DriveArgs {
 }
 
 impl DriveArgs {
-    /// The library's overrides these flags give.
-    pub(crate) fn overrides(&self) -> DriveOverrides {
+    /// The library's overrides these flags give, with every command's
+    /// defaults (preset, seed, and the media `reads` asks for) where a flag
+    /// is not given; a `--config` file's media stands.
+    pub(crate) fn overrides(&self, reads: Reads) -> DriveOverrides {
+        let mut o = self.defaults(reads);
+        self.apply_given(&mut o);
+        o
+    }
+
+    /// Every command's defaults, before any flag: the preset, 1 GiB, seed
+    /// 1, and the media `reads` asks for (none over a `--config` file's).
+    pub(crate) fn defaults(&self, reads: Reads) -> DriveOverrides {
+        let media = match (reads, &self.config) {
+            (_, Some(_)) => None,
+            (Reads::Timing, None) => Some(Media::MetadataOnly),
+            (Reads::Data, None) => Some(Media::Memory),
+        };
         DriveOverrides {
-            preset: self.preset.clone(),
-            config: self.config.clone(),
-            capacity: self.capacity,
-            op: self.op,
-            pages_per_block: self.pages_per_block,
-            gc: self.gc,
-            compression: self.compression.map(Toggle::on),
-            dedup: self.dedup.map(Toggle::on),
-            media: self.media,
-            seed: self.seed,
-            firmware: self.firmware.clone(),
+            preset: DEFAULT_PRESET.into(),
+            config: None,
+            capacity: self.config.is_none().then_some(Capacity::Bytes(DEFAULT_CAPACITY)),
+            op: None,
+            pages_per_block: None,
+            gc: None,
+            compression: None,
+            dedup: None,
+            media,
+            seed: 1,
+            firmware: None,
         }
     }
 
-    /// The drive config these flags describe; `default_capacity` applies
-    /// when `--capacity` is not given.
-    pub(crate) fn build(&self, default_capacity: Option<u64>) -> Result<DriveConfig, String> {
-        self.build_held(default_capacity, 1)
+    /// Applies the flags given on the command line on top of `o` and
+    /// returns their names (`--capacity`, ...).
+    pub(crate) fn apply_given(&self, o: &mut DriveOverrides) -> Vec<&'static str> {
+        let mut given = Vec::new();
+        macro_rules! take {
+            ($field:ident, $flag:literal, $value:expr) => {
+                if let Some(v) = &self.$field {
+                    o.$field = $value(v.clone());
+                    given.push($flag);
+                }
+            };
+        }
+        take!(preset, "--preset", |v| v);
+        take!(config, "--config", Some);
+        take!(capacity, "--capacity", Some);
+        take!(op, "--op", Some);
+        take!(pages_per_block, "--pages-per-block", Some);
+        take!(gc, "--gc", Some);
+        take!(compression, "--compression", |v: Toggle| Some(v.on()));
+        take!(dedup, "--dedup", |v: Toggle| Some(v.on()));
+        take!(media, "--media", Some);
+        take!(seed, "--seed", |v| v);
+        take!(firmware, "--firmware", Some);
+        given
+    }
+
+    /// The drive config these flags describe, on a command whose reads
+    /// are `reads`.
+    pub(crate) fn build(&self, reads: Reads) -> Result<DriveConfig, String> {
+        self.build_held(reads, 1)
     }
 
     /// [`DriveArgs::build`] for a command that holds `drives` drives of
     /// the config at once (copies, or an array's members).
-    pub(crate) fn build_held(&self, default_capacity: Option<u64>, drives: u32) -> Result<DriveConfig, String> {
-        let cfg = self.overrides().build(default_capacity).map_err(|e| e.to_string())?;
+    pub(crate) fn build_held(&self, reads: Reads, drives: u32) -> Result<DriveConfig, String> {
+        let cfg = self.overrides(reads).build(None).map_err(|e| e.to_string())?;
         self.check_memory(&cfg, drives)?;
         Ok(cfg)
     }
@@ -147,6 +211,10 @@ impl DriveArgs {
             None => Ok(()),
         }
     }
+}
+
+pub(crate) fn parse_op(s: &str) -> Result<f64, String> {
+    duraflash::config::overrides::parse_op(s)
 }
 
 pub(crate) fn parse_gc(s: &str) -> Result<GcPolicy, String> {
@@ -179,10 +247,12 @@ pub(crate) fn parse_capacity(s: &str) -> Result<Capacity, String> {
 /// What written data looks like (fio's buffer options).
 #[derive(Args, Clone)]
 pub(crate) struct DataArgs {
-    /// Data content: incompressible (random) or compressible (fio-style, see --compress-pct).
-    #[arg(long, value_enum, default_value = "incompressible")]
-    pub(crate) data: DataKind,
-    /// fio's buffer_compress_percentage: share of each 512-byte segment that is zeros.
+    /// Data content: incompressible (random) or compressible (fio-style, see --compress-pct)
+    /// [default: incompressible, or compressible when --compress-pct is given]
+    #[arg(long, value_enum)]
+    pub(crate) data: Option<DataKind>,
+    /// fio's buffer_compress_percentage: share of each 512-byte segment that is zeros; implies
+    /// --data compressible, as in fio [default with --data compressible: 50]
     #[arg(long, value_parser = parse_pct)]
     pub(crate) compress_pct: Option<u8>,
     /// fio's dedupe_percentage: share of units that repeat earlier content.
@@ -194,11 +264,12 @@ impl DataArgs {
     /// The data spec and the compress percentage it uses.
     pub(crate) fn spec(&self) -> Result<(DataSpec, u8), Failure> {
         let pct = match (self.data, self.compress_pct) {
-            (DataKind::Incompressible, Some(p)) if p > 0 => {
-                return Err(Failure::Usage("--compress-pct needs --data compressible".into()))
+            (Some(DataKind::Incompressible), Some(p)) if p > 0 => {
+                return Err(Failure::Usage(format!("--compress-pct {p} contradicts --data incompressible (drop one)")))
             }
-            (DataKind::Incompressible, _) => 0,
-            (DataKind::Compressible, p) => p.unwrap_or(DEFAULT_COMPRESS_PCT),
+            (None, Some(p)) => p,
+            (Some(DataKind::Incompressible) | None, _) => 0,
+            (Some(DataKind::Compressible), p) => p.unwrap_or(DEFAULT_COMPRESS_PCT),
         };
         let spec = DataSpec::compressible(pct)
             .and_then(|d| d.with_dedupe(self.dedupe_pct))

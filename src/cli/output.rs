@@ -13,7 +13,7 @@ use duraflash::image::ImageLock;
 use duraflash::lab::plot::{self, LineChart};
 use duraflash::Drive;
 
-use super::{open_drive, DriveArgs, Failure, Output};
+use super::{open_drive, DriveArgs, Failure, Output, Reads};
 
 /// Every JSON result starts with how it was made.
 #[derive(Serialize)]
@@ -159,7 +159,12 @@ pub(crate) fn on_off(b: bool) -> &'static str {
 
 /// The drive the flags describe, or the one saved in `image` (see
 /// [`super::open_drive`]), for a command that holds `held` copies of it.
-pub(crate) fn build(drive: &DriveArgs, image: Option<&Path>, held: u32) -> Result<(Drive, Option<ImageLock>), Failure> {
-    let cfg = drive.build_held(None, held).map_err(Failure::Usage)?;
+pub(crate) fn build(
+    drive: &DriveArgs,
+    reads: Reads,
+    image: Option<&Path>,
+    held: u32,
+) -> Result<(Drive, Option<ImageLock>), Failure> {
+    let cfg = drive.build_held(reads, held).map_err(Failure::Usage)?;
     open_drive(cfg, image)
 }

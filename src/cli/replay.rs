@@ -20,7 +20,7 @@ use duraflash::{ByteSize, Drive};
 
 use super::output::{build, emit, with_progress, write_plot, Provenance};
 use super::trim::{parse_level, parse_policy};
-use super::{parse_pct, save_image, setup_threads, DriveArgs, Failure, Output};
+use super::{parse_pct, save_image, setup_threads, DriveArgs, Failure, Output, Reads};
 
 #[derive(Args)]
 pub(crate) struct ReplayArgs {
@@ -179,7 +179,7 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<(), Failure> {
     };
     let (cfg, name, capacity, report, format, spec, smart, array) = match args.members {
         None => {
-            let (mut drive, _lock) = build(&args.drive, args.image.as_deref(), 1)?;
+            let (mut drive, _lock) = build(&args.drive, Reads::Data, args.image.as_deref(), 1)?;
             let (reader, read, total) = open()?;
             let format = reader.format();
             let spec = ReplaySpec {
@@ -214,8 +214,10 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<(), Failure> {
                     "--image: an array's members have no image; drop --members or --image".into(),
                 ));
             }
-            let cfg =
-                args.drive.build_held(None, u32::try_from(members).unwrap_or(u32::MAX)).map_err(Failure::Usage)?;
+            let cfg = args
+                .drive
+                .build_held(Reads::Data, u32::try_from(members).unwrap_or(u32::MAX))
+                .map_err(Failure::Usage)?;
             let drives =
                 (0..members).map(|_| Drive::new(cfg.clone())).collect::<Result<Vec<_>, _>>().map_err(Failure::usage)?;
             let mut array = Array::new(level, args.stripe.0, driver, drives).map_err(Failure::usage)?;

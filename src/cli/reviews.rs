@@ -18,7 +18,9 @@ use duraflash::workload::review::{self, AttoPoint, HdTach, IometerPoint};
 use duraflash::ByteSize;
 
 use super::output::{build, emit, on_off, size_label, with_phases, with_progress, write_plot, Provenance};
-use super::{open_drive, parse_access, parse_pct, save_image, setup_threads, DataArgs, DriveArgs, Failure, Output};
+use super::{
+    open_drive, parse_access, parse_pct, save_image, setup_threads, DataArgs, DriveArgs, Failure, Output, Reads,
+};
 
 #[derive(Args)]
 pub(crate) struct WaArgs {
@@ -48,10 +50,6 @@ pub(crate) struct WaArgs {
     out: Output,
 }
 
-/// Capacity `wa` uses when none is given: large enough for over a thousand
-/// blocks on every preset, small enough to run in seconds.
-pub(crate) const WA_DEFAULT_CAPACITY: u64 = 2 << 30;
-
 /// The JSON result of `wa`.
 #[derive(Serialize)]
 pub(crate) struct WaOutput<'a> {
@@ -69,7 +67,7 @@ pub(crate) struct WaOutput<'a> {
 
 pub(crate) fn run_wa(args: WaArgs) -> Result<(), Failure> {
     setup_threads(&args.out)?;
-    let cfg = args.drive.build(Some(WA_DEFAULT_CAPACITY)).map_err(Failure::Usage)?;
+    let cfg = args.drive.build(Reads::Timing).map_err(Failure::Usage)?;
     let (data, compress_pct) = args.data.spec()?;
     let spec = WaSpec {
         access: args.workload,
@@ -190,7 +188,7 @@ pub(crate) fn hdtach(args: HdtachArgs) -> Result<(), Failure> {
     if args.zones == 0 {
         return Err(Failure::Usage("--zones: must be at least 1".into()));
     }
-    let (mut drive, _lock) = build(&args.drive, args.image.as_deref(), 2)?;
+    let (mut drive, _lock) = build(&args.drive, Reads::Timing, args.image.as_deref(), 2)?;
     let seed = drive.config().seed;
     if u64::from(args.zones) * review::HDTACH_REQUEST > drive.config().logical_bytes {
         return Err(Failure::Usage(format!(
@@ -270,7 +268,7 @@ pub(crate) fn atto(args: AttoArgs) -> Result<(), Failure> {
     if args.span.0 < review::ATTO_SIZES[0] {
         return Err(Failure::Usage(format!("--span {}: must hold at least one 512-byte transfer", args.span.0)));
     }
-    let (drive, _lock) = build(&args.drive, args.image.as_deref(), 2)?;
+    let (drive, _lock) = build(&args.drive, Reads::Data, args.image.as_deref(), 2)?;
     let seed = drive.config().seed;
     let points =
         with_progress(&args.out, "atto", |p| review::atto(&drive, args.span.0, seed, p)).map_err(Failure::run)?;
@@ -353,7 +351,7 @@ pub(crate) fn iometer(args: IometerArgs) -> Result<(), Failure> {
     if args.ops == 0 {
         return Err(Failure::Usage("--ops: must be at least 1".into()));
     }
-    let (mut drive, _lock) = build(&args.drive, args.image.as_deref(), 1)?;
+    let (mut drive, _lock) = build(&args.drive, Reads::Timing, args.image.as_deref(), 1)?;
     let seed = drive.config().seed;
     let span = args.span.0.min(drive.config().logical_bytes);
     if span < IOMETER_FILL_REQUEST {
@@ -443,14 +441,9 @@ pub(crate) struct TortureOutput<'a> {
 
 pub(crate) fn torture(args: TortureArgs) -> Result<(), Failure> {
     setup_threads(&args.out)?;
-    // The protocol reads only for timing, so it keeps no data bytes unless
-    // asked to: the write sweeps run on copies of the drive.
-    let mut flags = args.drive.clone();
-    flags.media = flags.media.or(Some(duraflash::Media::MetadataOnly));
-    // The whole drive unless --capacity scales it down (4GiB runs in
-    // about a minute).
-    // The drive and the copy each HD Tach write sweep runs on.
-    let cfg = flags.build_held(None, 2).map_err(Failure::Usage)?;
+    // The protocol reads only for timing: the write sweeps run on copies,
+    // so it holds two drives at once.
+    let cfg = args.drive.build_held(Reads::Timing, 2).map_err(Failure::Usage)?;
     if args.qd == 0 || args.zones == 0 {
         return Err(Failure::Usage("--qd and --zones must be at least 1".into()));
     }
@@ -460,6 +453,11 @@ pub(crate) fn torture(args: TortureArgs) -> Result<(), Failure> {
         None if args.minutes.is_finite() && args.minutes >= 0.0 => Duration::Minutes(args.minutes),
         None => return Err(Failure::Usage(format!("--minutes {} must be a non-negative number", args.minutes))),
     };
+    super::estimate::announce(
+        &format!("torture of the {} {} (fill, 4 HD Tach passes, torture)", ByteSize(cfg.logical_bytes), cfg.name),
+        super::estimate::torture_secs(cfg.logical_bytes, args.drive_writes, args.minutes),
+        "--capacity 4GiB runs a scale model in under a minute",
+    );
     let data = match args.data {
         TortureDataArg::Compressible => TortureData::Compressible,
         TortureDataArg::PseudoRandom => TortureData::PseudoRandom,

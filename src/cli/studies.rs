@@ -13,7 +13,7 @@ use duraflash::lab::sweep::{self as sw, Grid, SweepRun};
 use duraflash::ByteSize;
 
 use super::output::{emit, progress_bar, with_phases, with_progress, write_plot, Provenance};
-use super::{parse_gc, parse_media, parse_pct, setup_threads, DriveArgs, Failure, Output};
+use super::{parse_gc, parse_media, parse_op, parse_pct, setup_threads, DriveArgs, Failure, Output, Reads};
 
 #[derive(Args)]
 pub(crate) struct CorpusArgs {
@@ -43,10 +43,6 @@ pub(crate) struct CorpusArgs {
     out: Output,
 }
 
-/// Default drive size of `corpus`: every corpus is written a few times
-/// over, with real bytes through the pipeline.
-pub(crate) const CORPUS_DEFAULT_CAPACITY: u64 = 256 << 20;
-
 #[derive(Serialize)]
 pub(crate) struct CorpusOutput<'a> {
     #[serde(flatten)]
@@ -73,10 +69,8 @@ pub(crate) fn corpus(args: CorpusArgs) -> Result<(), Failure> {
     if !(args.share > 0.0 && args.share <= 1.0) {
         return Err(Failure::Usage(format!("--share {} must be in (0, 1]", args.share)));
     }
-    let mut flags = args.drive.clone();
-    flags.media = flags.media.or(Some(duraflash::Media::MetadataOnly));
     // The drive and the copy each speed test runs on.
-    let cfg = flags.build_held(Some(CORPUS_DEFAULT_CAPACITY), 2).map_err(Failure::Usage)?;
+    let cfg = args.drive.build_held(Reads::Timing, 2).map_err(Failure::Usage)?;
     let names = if args.corpora.is_empty() {
         Corpus::names(&dir).map_err(|e| Failure::Usage(e.to_string()))?
     } else {
@@ -182,7 +176,7 @@ pub(crate) struct SweepArgs {
     #[arg(long, default_value = "sf2281-240g")]
     preset: String,
     /// Host capacity of every point's drive.
-    #[arg(long, default_value = "512MiB")]
+    #[arg(long, default_value = "1GiB")]
     capacity: ByteSize,
     /// What the NAND keeps.
     #[arg(long, value_parser = parse_media, default_value = "metadata-only")]
@@ -190,10 +184,10 @@ pub(crate) struct SweepArgs {
     /// Base seed; point i runs with its own seed derived from it.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Over-provisioning values (comma-separated).
-    #[arg(long, value_delimiter = ',', default_value = "0.07,0.15,0.28", allow_negative_numbers = true)]
+    /// Over-provisioning values (comma-separated; 7% or 0.07 each).
+    #[arg(long, value_delimiter = ',', default_value = "7%,15%,28%", value_parser = parse_op, allow_negative_numbers = true)]
     op: Vec<f64>,
-    /// GC policies (greedy, cost-benefit, fifo).
+    /// GC policies (comma-separated) [possible values: greedy, cost-benefit, fifo]
     #[arg(long, value_delimiter = ',', value_parser = parse_gc, default_value = "greedy")]
     gc: Vec<GcPolicy>,
     /// Pages per erase block values (small blocks keep OP steps fine on a small drive).
@@ -394,6 +388,14 @@ pub(crate) fn reproduce(args: ReproduceArgs) -> Result<(), Failure> {
     use duraflash::lab::report;
     if let Some(bad) = args.only.iter().find(|n| !report::PARTS.contains(&n.as_str())) {
         return Err(Failure::Usage(format!("--only: unknown part '{bad}' (valid: {})", report::PARTS.join(", "))));
+    }
+    if args.scale == report::Scale::Full && (args.only.is_empty() || args.only.iter().any(|p| p == "torture")) {
+        // Six full-size torture runs (three firmware, two data kinds) dominate.
+        super::estimate::announce(
+            "reproduce --scale full: every part at the real drive sizes, six of them full-size torture runs",
+            6.0 * super::estimate::torture_secs(240_000_000_000, None, 20.0),
+            "--scale quick takes about 5 minutes",
+        );
     }
     std::fs::create_dir_all(&args.out).map_err(|e| Failure::Usage(format!("--out {}: {e}", args.out.display())))?;
     let r =

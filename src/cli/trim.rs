@@ -15,7 +15,7 @@ use duraflash::lab::raid::{self, RaidReport, RaidSpec};
 use duraflash::{ByteSize, Drive};
 
 use super::output::{emit, size_label, with_phases, write_plot, Provenance};
-use super::{setup_threads, DriveArgs, Failure, Output};
+use super::{setup_threads, DriveArgs, Failure, Output, Reads};
 
 #[derive(Args)]
 pub(crate) struct RaidArgs {
@@ -64,9 +64,6 @@ pub(crate) fn parse_policy(s: &str) -> Result<TrimPolicy, String> {
     s.parse().map_err(|e: duraflash::host::raid::RaidError| e.to_string())
 }
 
-/// Member capacity `raid` uses when none is given.
-pub(crate) const RAID_DEFAULT_MEMBER_CAPACITY: u64 = 1 << 30;
-
 #[derive(Serialize)]
 pub(crate) struct RaidOutput<'a> {
     #[serde(flatten)]
@@ -78,10 +75,8 @@ pub(crate) struct RaidOutput<'a> {
 
 pub(crate) fn raid(args: RaidArgs) -> Result<(), Failure> {
     setup_threads(&args.out)?;
-    let mut flags = args.drive.clone();
-    flags.media = flags.media.or(Some(duraflash::Media::MetadataOnly));
     let members = u32::try_from(args.members).unwrap_or(u32::MAX);
-    let cfg = flags.build_held(Some(RAID_DEFAULT_MEMBER_CAPACITY), members).map_err(Failure::Usage)?;
+    let cfg = args.drive.build_held(Reads::Timing, members).map_err(Failure::Usage)?;
     if args.zones == 0 {
         return Err(Failure::Usage("--zones: must be at least 1".into()));
     }

@@ -39,6 +39,43 @@ impl FromStr for Capacity {
     }
 }
 
+/// The largest over-provisioning accepted, as a fraction (1000 %): `--op`
+/// may not ask for more, and a `--capacity` whose smallest array would give
+/// more is refused (the preset's dies each need whole blocks, so a tiny
+/// capacity leaves a drive that is nearly all spare area).
+pub const MAX_OP: f64 = 10.0;
+
+/// Parses an over-provisioning value: a percentage (`7%`) or a fraction
+/// (`0.07`), greater than 0 and at most [`MAX_OP`]. A bare number of 1 or
+/// more is refused as a probable percentage (`7` would be 700 %).
+pub fn parse_op(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let (num, pct) = match t.strip_suffix('%') {
+        Some(n) => (n.trim(), true),
+        None => (t, false),
+    };
+    let v: f64 = num
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite())
+        .ok_or_else(|| format!("'{s}' is not an over-provisioning (write 7% or 0.07)"))?;
+    let op = if pct { v / 100.0 } else { v };
+    if !pct && v >= 1.0 {
+        return Err(format!(
+            "'{s}' would be {:.0} % over-provisioning; for {v} % write {v}% or {}",
+            v * 100.0,
+            v / 100.0
+        ));
+    }
+    if !(op > 0.0 && op <= MAX_OP) {
+        return Err(format!(
+            "'{s}' is outside the accepted range: more than 0 and at most {:.0}% ({MAX_OP})",
+            MAX_OP * 100.0
+        ));
+    }
+    Ok(op)
+}
+
 /// Why the overrides describe no drive. Each names the setting, as its
 /// command-line flag, that was refused.
 #[derive(Debug, Error)]
@@ -64,6 +101,12 @@ pub enum OverrideError {
         #[source]
         source: ConfigError,
     },
+    /// The capacity leaves a drive that is almost all spare area.
+    #[error(
+        "--capacity {capacity}: the smallest array of this drive ({per_die} blocks on each of {dies} dies) \
+         would be {op_pct:.0} % over-provisioned (at most {max_pct:.0} % is a drive); use at least {min_mib}MiB"
+    )]
+    TooSmall { capacity: ByteSize, dies: u32, per_die: u32, op_pct: f64, max_pct: f64, min_mib: u64 },
     /// The config all settings give does not validate.
     #[error(transparent)]
     Invalid(#[from] ConfigError),
@@ -103,6 +146,25 @@ impl DriveOverrides {
     /// capacity scaling, pages per block and OP (each resizes the array, so
     /// their order matters), then one validation.
     pub fn build(&self, default_capacity: Option<u64>) -> Result<DriveConfig, OverrideError> {
+        let (cfg, cap) = self.build_any_size(default_capacity)?;
+        if let Some(cap) = cap {
+            if cfg.data_op() > MAX_OP {
+                return Err(OverrideError::TooSmall {
+                    capacity: ByteSize(cap),
+                    dies: cfg.geometry.dies(),
+                    per_die: cfg.geometry.blocks_per_die,
+                    op_pct: cfg.data_op() * 100.0,
+                    max_pct: MAX_OP * 100.0,
+                    min_mib: self.smallest_sensible_mib(cap, default_capacity),
+                });
+            }
+        }
+        Ok(cfg)
+    }
+
+    /// [`DriveOverrides::build`] without the check that a scaled drive is
+    /// not mostly spare area; also returns the capacity it scaled to.
+    fn build_any_size(&self, default_capacity: Option<u64>) -> Result<(DriveConfig, Option<u64>), OverrideError> {
         let setting = |flag| move |source| OverrideError::Setting { flag, source };
         let mut cfg = match &self.config {
             Some(path) => {
@@ -154,7 +216,35 @@ impl DriveOverrides {
             }
             _ => OverrideError::Invalid(e),
         })?;
-        Ok(cfg)
+        Ok((cfg, cap))
+    }
+
+    /// The smallest capacity in whole MiB, above `too_small` bytes, whose
+    /// drive is at most [`MAX_OP`] over-provisioned with these settings.
+    fn smallest_sensible_mib(&self, too_small: u64, default_capacity: Option<u64>) -> u64 {
+        let fits = |cap: u64| {
+            let mut o = self.clone();
+            o.capacity = Some(Capacity::Bytes(cap));
+            o.build_any_size(default_capacity).is_ok_and(|(c, _)| c.data_op() <= MAX_OP)
+        };
+        let mib = 1u64 << 20;
+        let (mut lo, mut hi) = (too_small / mib, too_small / mib + 1);
+        while !fits(hi * mib) {
+            lo = hi;
+            hi = hi.saturating_mul(2);
+            if hi > (1 << 24) {
+                return hi;
+            }
+        }
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if fits(mid * mib) {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        hi
     }
 }
 
@@ -223,5 +313,30 @@ mod tests {
             let cfg = o.build(None).unwrap();
             assert!(cfg.data_op() >= op && cfg.data_op() < op + cfg.op_step() + 1e-9, "{op}: {}", cfg.data_op());
         }
+    }
+
+    #[test]
+    fn op_reads_percent_or_fraction_and_refuses_a_bare_percentage() {
+        assert_eq!(parse_op("7%"), Ok(0.07));
+        assert_eq!(parse_op("0.07"), Ok(0.07));
+        assert_eq!(parse_op("28 %"), Ok(0.28));
+        let e = parse_op("7").unwrap_err();
+        assert!(e.contains("700 %") && e.contains("7%") && e.contains("0.07"), "{e}");
+        for bad in ["0", "-0.5", "0%", "1001%", "nan", "inf", "x", ""] {
+            assert!(parse_op(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_capacity_that_leaves_mostly_spare_area_is_refused_with_the_smallest_that_works() {
+        let mut o = preset("sf2281-240g");
+        o.capacity = Some(Capacity::Bytes(100 << 10));
+        let e = o.build(None).unwrap_err();
+        assert!(e.to_string().starts_with("--capacity 100.00 KiB: "), "{e}");
+        let OverrideError::TooSmall { min_mib, .. } = e else { panic!("{e}") };
+        o.capacity = Some(Capacity::Bytes(min_mib << 20));
+        assert!(o.build(None).unwrap().data_op() <= MAX_OP);
+        o.capacity = Some(Capacity::Bytes((min_mib - 1) << 20));
+        assert!(o.build(None).is_err(), "{min_mib} MiB is the smallest");
     }
 }

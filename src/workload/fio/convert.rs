@@ -2,7 +2,7 @@
 //! runs as on a drive of a given capacity, and the `[drive]` section
 //! applied on top of the drive settings a command was given.
 
-use crate::config::overrides::DriveOverrides;
+use crate::config::overrides::{parse_op, DriveOverrides};
 use crate::content::pattern::{unit_seed, DataSpec};
 use crate::workload::job::{JobSpec, Limit};
 use crate::workload::WorkloadError;
@@ -69,7 +69,7 @@ impl JobFile {
                 "preset" => drive.preset = v.to_string(),
                 "capacity" => drive.capacity = Some(v.parse().map_err(bad)?),
                 "seed" => drive.seed = v.parse().map_err(|e: std::num::ParseIntError| bad(e.to_string()))?,
-                "op" => drive.op = Some(v.parse().map_err(|e: std::num::ParseFloatError| bad(e.to_string()))?),
+                "op" => drive.op = Some(parse_op(v).map_err(bad)?),
                 "gc" => drive.gc = Some(v.parse().map_err(bad)?),
                 "media" => drive.media = Some(v.parse().map_err(bad)?),
                 "compression" | "dedup" => {

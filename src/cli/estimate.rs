@@ -1,0 +1,54 @@
+//! What a long run is about to do and roughly how long it takes, printed
+//! before it starts (docs/cli.md: a run of more than a few minutes says so).
+//!
+//! The rate is measured, not modelled: the headline full-size torture run
+//! (docs/performance.md, "The headline run") pushed 383 M units through
+//! generation, lz4 and blake3 in 22 min 11 s on this project's 2-core
+//! machine. Estimates scale the work from it and are printed as "about".
+
+/// Units per wall-second of the headline torture run: 383e6 / 1331 s.
+const UNITS_PER_SECOND: f64 = 383e6 / 1331.0;
+
+/// Drive-writes of torture the headline's 20 simulated minutes gave.
+const HEADLINE_DRIVE_WRITES: f64 = 1.54;
+
+/// Estimates shorter than this are not announced.
+const ANNOUNCE_OVER_SECS: f64 = 120.0;
+
+/// Wall seconds of the torture protocol on `capacity` host bytes: the fill,
+/// four HD Tach write sweeps and `drive_writes` of torture, or
+/// `minutes` simulated minutes as the headline's 20 gave 1.54 of them.
+pub(crate) fn torture_secs(capacity: u64, drive_writes: Option<f64>, minutes: f64) -> f64 {
+    let dw = drive_writes.unwrap_or(HEADLINE_DRIVE_WRITES * minutes / 20.0);
+    (capacity as f64 / 4096.0) * (5.0 + dw) / UNITS_PER_SECOND
+}
+
+/// `2 h 10 min`, `14 min`, `90 s`.
+pub(crate) fn human(secs: f64) -> String {
+    match secs {
+        s if s >= 3600.0 => format!("{} h {:02} min", (s / 3600.0) as u64, ((s % 3600.0) / 60.0) as u64),
+        s if s >= 120.0 => format!("{:.0} min", s / 60.0),
+        s => format!("{s:.0} s"),
+    }
+}
+
+/// Prints `what` and the estimate on stderr when the run will be long.
+pub(crate) fn announce(what: &str, secs: f64, smaller: &str) {
+    if secs > ANNOUNCE_OVER_SECS {
+        eprintln!("duraflash: {what}: estimated {} on 2 cores (measured rate); {smaller}", human(secs));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_headline_run_estimates_its_own_measured_time() {
+        let secs = torture_secs(240_000_000_000, None, 20.0);
+        assert!((secs / 1331.0 - 1.0).abs() < 0.1, "{secs}");
+        assert!(torture_secs(4 << 30, None, 20.0) < ANNOUNCE_OVER_SECS, "the 4 GiB model is not announced");
+        assert_eq!(human(7800.0), "2 h 10 min");
+        assert_eq!(human(840.0), "14 min");
+    }
+}

@@ -1,0 +1,158 @@
+//! One convention for every command (docs/cli.md): OP and sizes as a
+//! storage engineer writes them, safe defaults, help that fits a terminal,
+//! the same exit status and names everywhere.
+
+use std::process::{Command, Output};
+
+fn duraflash(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_duraflash")).args(args).output().expect("binary runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A content-free `wa` run small enough for a test, plus `extra` flags.
+fn quick_wa(extra: &[&str]) -> Output {
+    let mut args =
+        vec!["wa", "--capacity", "256MiB", "--media", "metadata-only", "--precondition", "0.2", "--measure", "0.2"];
+    args.extend(["--quiet", "--json", "-"]);
+    args.extend(extra);
+    duraflash(&args)
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(o));
+    serde_json::from_slice(&o.stdout).expect("stdout is JSON")
+}
+
+/// Exit 2 with one line on stderr that contains every needle.
+fn usage_error(args: &[&str], needles: &[&str]) {
+    let out = duraflash(args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: more than one line: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: '{err}' does not mention {n}");
+    }
+}
+
+#[test]
+fn op_reads_seven_percent_either_way_and_refuses_a_bare_seven() {
+    let pct = json(&quick_wa(&["--op", "7%"]));
+    let frac = json(&quick_wa(&["--op", "0.07"]));
+    assert_eq!(pct["config"], frac["config"], "7% and 0.07 are one drive");
+    assert_eq!(pct["waf"], frac["waf"]);
+    let op = pct["op"].as_f64().unwrap();
+    assert!(op > 0.07 && op < 0.5, "OP {op} is a fraction near 7 %");
+    usage_error(&["wa", "--op", "7"], &["--op", "700 %", "7%", "0.07"]);
+    usage_error(&["wa", "--op", "2000%"], &["--op", "1000%"]);
+    usage_error(&["sweep", "--op", "7,15"], &["--op", "700 %"]);
+    usage_error(&["bench", "--op", "7"], &["--op", "700 %"]);
+}
+
+#[test]
+fn a_capacity_that_leaves_a_nonsensical_drive_is_refused_naming_the_flag() {
+    usage_error(&["wa", "--capacity", "100k"], &["--capacity", "over-provisioned", "use at least"]);
+    usage_error(&["serve", "--capacity", "1MiB"], &["--capacity"]);
+}
+
+#[test]
+fn compress_pct_alone_implies_compressible_data_as_in_fio() {
+    let v = json(&quick_wa(&["--compress-pct", "50"]));
+    let ratio = v["compression_ratio"].as_f64().unwrap();
+    assert!(ratio < 0.8, "50 % zeros compresses: {ratio}");
+    let plain = json(&quick_wa(&[]));
+    assert!(plain["compression_ratio"].as_f64().unwrap() > 0.99, "the default stays incompressible");
+    usage_error(&["wa", "--data", "incompressible", "--compress-pct", "50"], &["--compress-pct", "--data"]);
+}
+
+/// Starts `args`, returns its first stderr line, and kills it.
+fn first_stderr_line(args: &[&str]) -> String {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_duraflash"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("binary starts");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    line
+}
+
+const COMMANDS: [&str; 15] = [
+    "wa",
+    "hdtach",
+    "atto",
+    "iometer",
+    "run",
+    "torture",
+    "corpus",
+    "sweep",
+    "bench",
+    "reproduce",
+    "serve",
+    "raid",
+    "optimizer",
+    "replay",
+    "soak",
+];
+
+#[test]
+fn help_wraps_and_shows_the_one_capacity_and_media_default_and_the_gc_values() {
+    for cmd in COMMANDS {
+        let out = Command::new(env!("CARGO_BIN_EXE_duraflash")).args([cmd, "--help"]).env("COLUMNS", "100").output();
+        let help = String::from_utf8(out.unwrap().stdout).unwrap();
+        let widest = help.lines().map(|l| l.chars().count()).max().unwrap();
+        assert!(widest <= 100, "{cmd} --help is {widest} columns wide");
+        if help.contains("--gc") {
+            assert!(help.contains("greedy, cost-benefit, fifo"), "{cmd} --help lists no --gc values");
+        }
+        if help.contains("--media <MEDIA>") {
+            assert!(help.contains("[default: metadata-only"), "{cmd} --help hides the --media default");
+        }
+        if help.contains("--capacity <CAPACITY>") {
+            assert!(help.contains("[default: 1GiB]"), "{cmd} --help hides the --capacity default");
+        }
+    }
+}
+
+#[test]
+fn every_command_defaults_to_one_capacity_and_metadata_only_unless_it_reads_data_back() {
+    let wa = json(&duraflash(&["wa", "--precondition", "0.1", "--measure", "0.1", "--quiet", "--json", "-"]));
+    assert_eq!(wa["config"]["media"], "metadata-only");
+    assert_eq!(wa["config"]["logical_bytes"], 1u64 << 30);
+    let atto = json(&duraflash(&["atto", "--span", "4MiB", "--quiet", "--json", "-"]));
+    assert_eq!(atto["config"]["media"], "memory", "ATTO's 512-byte writes read the old unit");
+    assert_eq!(atto["config"]["logical_bytes"], 1u64 << 30);
+    let hdtach = json(&duraflash(&["hdtach", "--zones", "4", "--quiet", "--json", "-"]));
+    assert_eq!(hdtach["config"]["media"], "metadata-only");
+    assert_eq!(hdtach["config"]["logical_bytes"], 1u64 << 30, "no command defaults to the whole drive");
+}
+
+#[test]
+fn no_arguments_print_the_help_not_an_error_line() {
+    for args in [&[][..], &["image"][..]] {
+        let out = duraflash(args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(err.contains("Usage: duraflash") && err.contains("Commands:"), "{args:?}: {err}");
+        assert!(err.lines().count() > 5 && !err.contains("error:"), "{args:?}: not the help: {err}");
+    }
+}
+
+#[test]
+fn serve_listens_on_a_host_name() {
+    let line = first_stderr_line(&["serve", "--listen", "localhost:0", "--capacity", "64MiB", "--stats-interval", "0"]);
+    assert!(line.contains("127.0.0.1:") || line.contains("[::1]:"), "{line}");
+}
+
+#[test]
+fn a_full_size_torture_says_what_it_will_do_and_how_long_before_it_starts() {
+    let line = first_stderr_line(&["torture", "--capacity", "full", "--quiet"]);
+    assert!(line.contains("torture of the") && line.contains("estimated") && line.contains("min"), "{line}");
+    assert!(line.contains("--capacity"), "names the way to a shorter run: {line}");
+}
