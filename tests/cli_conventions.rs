@@ -39,12 +39,14 @@ fn usage_error(args: &[&str], needles: &[&str]) {
 
 #[test]
 fn op_reads_seven_percent_either_way_and_refuses_a_bare_seven() {
-    let pct = json(&quick_wa(&["--op", "7%"]));
-    let frac = json(&quick_wa(&["--op", "0.07"]));
+    // 64-page blocks: 2 MiB ones step a 256 MiB drive's OP by 25 %.
+    let pct = json(&quick_wa(&["--pages-per-block", "64", "--op", "7%"]));
+    let frac = json(&quick_wa(&["--pages-per-block", "64", "--op", "0.07"]));
     assert_eq!(pct["config"], frac["config"], "7% and 0.07 are one drive");
     assert_eq!(pct["waf"], frac["waf"]);
     let op = pct["op"].as_f64().unwrap();
     assert!(op > 0.07 && op < 0.5, "OP {op} is a fraction near 7 %");
+    usage_error(&["wa", "--capacity", "256MiB", "--op", "7%"], &["--op", "steps the OP by 25.0%"]);
     usage_error(&["wa", "--op", "7"], &["--op", "700 %", "7%", "0.07"]);
     usage_error(&["wa", "--op", "2000%"], &["--op", "1000%"]);
     usage_error(&["sweep", "--op", "7,15"], &["--op", "700 %"]);

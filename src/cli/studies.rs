@@ -293,8 +293,11 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<(), Failure> {
             points_dir: &args.points_dir,
         };
         std::fs::write(file, jobs.text()).map_err(|e| Failure::Run(format!("--emit-jobs {}: {e}", file.display())))?;
+        // Made here, so the jobs run as written on any machine that shares it.
+        std::fs::create_dir_all(&args.points_dir)
+            .map_err(|e| Failure::Run(format!("--points-dir {}: {e}", args.points_dir.display())))?;
         println!(
-            "{n} jobs written to {}; run them (mkdir -p {dir}; parallel < {}), then: duraflash sweep --merge {dir}",
+            "{n} jobs written to {}; run them (parallel < {}), then: duraflash sweep --merge {dir}",
             file.display(),
             file.display(),
             n = points.len(),
