@@ -945,8 +945,24 @@ fn oracle_plain_greedy_big_pages() {
 }
 
 #[test]
+fn oracle_dedup_compression_d_choices() {
+    check_property("dedup+compression/d-choices:2", Just(Variant::new(true, true, GcPolicy::DChoices(2), Shape::FourDies)));
+}
+
+#[test]
+fn oracle_plain_windowed() {
+    check_property("plain/windowed:3", Just(Variant::new(false, false, GcPolicy::Windowed(3), Shape::SmallPages)));
+}
+
+#[test]
 fn oracle_any_configuration() {
-    let policy = prop_oneof![Just(GcPolicy::Greedy), Just(GcPolicy::CostBenefit), Just(GcPolicy::Fifo)];
+    let policy = prop_oneof![
+        Just(GcPolicy::Greedy),
+        Just(GcPolicy::CostBenefit),
+        Just(GcPolicy::Fifo),
+        (1u32..6).prop_map(GcPolicy::DChoices),
+        (1u32..6).prop_map(GcPolicy::Windowed),
+    ];
     let shape = prop_oneof![
         3 => Just(Shape::SmallPages),
         2 => Just(Shape::BigPages),

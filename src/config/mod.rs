@@ -83,9 +83,10 @@ impl Geometry {
     }
 }
 
-/// Garbage-collection victim policy.
+/// Garbage-collection victim policy. Spelled as on the command line
+/// (`greedy`, `d-choices:4`) in config files and images.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(into = "String", try_from = "String")]
 pub enum GcPolicy {
     /// Fewest live bytes first.
     Greedy,
@@ -93,32 +94,62 @@ pub enum GcPolicy {
     CostBenefit,
     /// Oldest sealed block first.
     Fifo,
+    /// The fewest live bytes among this many blocks sampled uniformly
+    /// (Van Houdt's d-choices; 1 is random selection). At least 1.
+    DChoices(u32),
+    /// Greedy among this many oldest sealed blocks (Hu et al.'s windowed
+    /// greedy). At least 1.
+    Windowed(u32),
 }
 
 impl GcPolicy {
     /// The names accepted on the command line and in config files.
-    pub const NAMES: [&'static str; 3] = ["greedy", "cost-benefit", "fifo"];
+    pub const NAMES: [&'static str; 5] = ["greedy", "cost-benefit", "fifo", "d-choices:D", "windowed:W"];
 }
 
 impl std::fmt::Display for GcPolicy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            GcPolicy::Greedy => "greedy",
-            GcPolicy::CostBenefit => "cost-benefit",
-            GcPolicy::Fifo => "fifo",
-        })
+        match self {
+            GcPolicy::Greedy => f.write_str("greedy"),
+            GcPolicy::CostBenefit => f.write_str("cost-benefit"),
+            GcPolicy::Fifo => f.write_str("fifo"),
+            GcPolicy::DChoices(d) => write!(f, "d-choices:{d}"),
+            GcPolicy::Windowed(w) => write!(f, "windowed:{w}"),
+        }
     }
 }
 
 impl std::str::FromStr for GcPolicy {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
+        let count = |name: &str, v: &str| match v.parse::<u32>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(format!("{name} count '{v}' must be a whole number from 1 to {}", u32::MAX)),
+        };
+        match s.split_once(':') {
+            Some(("d-choices", d)) => return Ok(GcPolicy::DChoices(count("d-choices", d)?)),
+            Some(("windowed", w)) => return Ok(GcPolicy::Windowed(count("windowed", w)?)),
+            _ => {}
+        }
         match s {
             "greedy" => Ok(GcPolicy::Greedy),
             "cost-benefit" => Ok(GcPolicy::CostBenefit),
             "fifo" => Ok(GcPolicy::Fifo),
             _ => Err(format!("unknown GC policy '{s}' (valid: {})", Self::NAMES.join(", "))),
         }
+    }
+}
+
+impl From<GcPolicy> for String {
+    fn from(p: GcPolicy) -> String {
+        p.to_string()
+    }
+}
+
+impl TryFrom<String> for GcPolicy {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
     }
 }
 

@@ -5,9 +5,13 @@
 
 use super::Drive;
 use crate::config::GcPolicy;
+use crate::content::pattern::unit_seed;
 use crate::error::DriveError;
 use crate::ftl::victim;
 use crate::units::{BlockId, SimTime};
+
+/// Which of the seed's streams draws GC samples.
+const GC_DRAW_STREAM: u64 = 0x6763;
 
 impl Drive {
     /// Runs GC while free blocks are under the low watermark. Fails rather
@@ -104,7 +108,12 @@ impl Drive {
     fn collect_one(&mut self) -> Result<bool, DriveError> {
         let chosen = match self.config.gc.policy {
             GcPolicy::Greedy => self.space.greedy_victim(),
-            policy => victim::choose(policy, self.space.sealed_views(self.clock)),
+            policy => {
+                // d-choices' sample: a stream of the drive's seed, one draw
+                // per victim, so a seed and config give the same choices.
+                let draw = unit_seed(unit_seed(self.config.seed, GC_DRAW_STREAM), self.counters.gc_victims);
+                victim::choose(policy, self.space.sealed_views(self.clock), draw)
+            }
         };
         let Some(victim) = chosen else {
             return Ok(false);
