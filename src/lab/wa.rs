@@ -11,7 +11,7 @@
 
 use serde::Serialize;
 
-use crate::config::DriveConfig;
+use crate::config::{DriveConfig, GcPolicy};
 use crate::content::pattern::{unit_seed, DataSpec, PatternGen};
 use crate::content::Content;
 use crate::device::{Drive, Stats};
@@ -103,6 +103,13 @@ pub struct ModelPoint {
     pub greedy: f64,
     /// The LRW/FIFO model: `write_cost` x WA_fifo(alpha).
     pub fifo: f64,
+    /// Random selection: `write_cost` x alpha / (alpha - 1).
+    pub random: f64,
+    /// The mean-field (many-blocks) model of the drive's own GC policy,
+    /// `write_cost` x: greedy's [`analytic::wa_greedy_mean_field`], FIFO's
+    /// [`analytic::wa_fifo`], d-choices' [`analytic::wa_d_choices`]; none
+    /// for cost-benefit and windowed greedy.
+    pub policy: Option<f64>,
 }
 
 /// Result of one study.
@@ -255,6 +262,8 @@ pub fn run_with(
             write_cost,
             greedy: write_cost * analytic::wa_greedy(alpha, np),
             fifo: write_cost * analytic::wa_fifo(alpha),
+            random: write_cost * analytic::wa_random(alpha),
+            policy: policy_model(cfg.gc.policy, alpha, np).map(|wa| write_cost * wa),
         }
     });
     Ok(WaReport {
@@ -275,6 +284,17 @@ pub fn run_with(
         stats: after,
         speed,
     })
+}
+
+/// The mean-field WA of `policy` under uniform writes, where the library
+/// has one.
+pub fn policy_model(policy: GcPolicy, alpha: f64, chunks_per_block: u32) -> Option<f64> {
+    match policy {
+        GcPolicy::Greedy => Some(analytic::wa_greedy_mean_field(alpha, chunks_per_block)),
+        GcPolicy::Fifo => Some(analytic::wa_fifo(alpha)),
+        GcPolicy::DChoices(d) => Some(analytic::wa_d_choices(alpha, chunks_per_block, d)),
+        GcPolicy::CostBenefit | GcPolicy::Windowed(_) => None,
+    }
 }
 
 /// Time averages of the space state over the measured phase.
