@@ -81,8 +81,11 @@ fn greedy_matches_its_model() {
 fn the_literature_orderings_come_out_of_the_runs() {
     let waf = |policy, access| study(0.15, policy, access).waf;
     let uniform = Access::Uniform;
-    let (random, two, ten) =
-        (waf(GcPolicy::DChoices(1), uniform), waf(GcPolicy::DChoices(2), uniform), waf(GcPolicy::DChoices(10), uniform));
+    let (random, two, ten) = (
+        waf(GcPolicy::DChoices(1), uniform),
+        waf(GcPolicy::DChoices(2), uniform),
+        waf(GcPolicy::DChoices(10), uniform),
+    );
     let (fifo, greedy) = (waf(GcPolicy::Fifo, uniform), waf(GcPolicy::Greedy, uniform));
     assert!(random > fifo && random > two, "random selection is worst: {random} vs fifo {fifo}, d=2 {two}");
     assert!(random > two && two > ten && ten > greedy, "d-choices falls toward greedy: {random} {two} {ten} {greedy}");
@@ -91,7 +94,8 @@ fn the_literature_orderings_come_out_of_the_runs() {
     // Skew widens the gap: greedy finds the hot blocks' dead space, FIFO
     // cleans cold blocks as often as hot ones.
     let gap = |access| waf(GcPolicy::Fifo, access) / waf(GcPolicy::Greedy, access);
-    let (mild, strong) = (gap(Access::HotCold { hot: 0.2, writes: 0.8 }), gap(Access::HotCold { hot: 0.1, writes: 0.9 }));
+    let (mild, strong) =
+        (gap(Access::HotCold { hot: 0.2, writes: 0.8 }), gap(Access::HotCold { hot: 0.1, writes: 0.9 }));
     let even = fifo / greedy;
     assert!(strong > mild && mild > even + 0.02, "FIFO/greedy: uniform {even:.3}, 20/80 {mild:.3}, 10/90 {strong:.3}");
 }
@@ -131,4 +135,84 @@ fn nonsense_policies_and_workloads_exit_2_naming_the_flag() {
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(flag), "{args:?}: '{err}' does not name {flag}");
     }
+}
+
+/// `study` with `streams` hinted write streams and maybe a GC frontier.
+fn placed(op: f64, policy: GcPolicy, access: Access, streams: u8, gc_frontier: bool) -> WaReport {
+    let mut cfg = DriveConfig::preset("sf2281-240g").unwrap().scaled(128 << 20).unwrap();
+    cfg.geometry.pages_per_block = 16;
+    cfg.compression = false;
+    cfg.dedup = false;
+    cfg.media = Media::MetadataOnly;
+    cfg.gc.policy = policy;
+    cfg.placement.streams = streams;
+    cfg.placement.gc_frontier = gc_frontier;
+    let cfg = cfg.with_op(op).unwrap();
+    let mut drive = Drive::new(cfg).unwrap();
+    let spec = WaSpec {
+        access,
+        request_bytes: 4096,
+        data: DataSpec::incompressible(),
+        trim_pct: 0,
+        span: 1.0,
+        precondition: 2.0,
+        measure: 1.0,
+    };
+    let report = run(&mut drive, &spec, 5, &mut |_, _| {}).unwrap();
+    drive.check_invariants().unwrap();
+    report
+}
+
+#[test]
+fn separating_hot_from_cold_lowers_waf_between_the_two_pool_models() {
+    for (hot, writes) in [(0.2, 0.8), (0.1, 0.9)] {
+        let access = Access::HotCold { hot, writes };
+        let mixed = placed(0.15, GcPolicy::Greedy, access, 1, false);
+        let split = placed(0.15, GcPolicy::Greedy, access, 2, false);
+        assert!(mixed.model.is_none(), "no model for mixed hot and cold data");
+        let m = split.model.as_ref().expect("separated hot/cold has a model");
+        let (shared, optimal) = (m.policy.unwrap(), m.hot_cold_optimal.unwrap());
+        assert!(split.waf < 0.9 * mixed.waf, "{hot}/{writes}: separated {} vs mixed {}", split.waf, mixed.waf);
+        // Greedy over both pools cannot beat the best split of the space,
+        // and does at least as well as giving each pool the drive's alpha.
+        assert!(
+            optimal < split.waf && split.waf < shared * 1.01,
+            "{hot}/{writes}: {optimal} < {} < {shared}",
+            split.waf
+        );
+    }
+}
+
+#[test]
+fn a_gc_frontier_keeps_uniform_writes_on_their_model() {
+    for policy in [GcPolicy::Greedy, GcPolicy::DChoices(2)] {
+        let r = placed(0.15, policy, Access::Uniform, 1, true);
+        let model = r.model.as_ref().and_then(|m| m.policy).unwrap();
+        assert!((r.waf / model - 1.0).abs() < 0.03, "{policy} with a GC frontier: {} vs {model}", r.waf);
+    }
+}
+
+#[test]
+fn a_gc_frontier_lowers_waf_under_skew() {
+    let access = Access::HotCold { hot: 0.1, writes: 0.9 };
+    let shared = placed(0.15, GcPolicy::Greedy, access, 1, false);
+    let double = placed(0.15, GcPolicy::Greedy, access, 1, true);
+    // Relocated data has survived a cleaning: colder than host writes, and
+    // kept apart from them it is cleaned less often.
+    assert!(double.waf < 0.95 * shared.waf, "double log {} vs shared {}", double.waf, shared.waf);
+}
+
+#[test]
+fn placement_flags_refuse_nonsense() {
+    for (args, flag) in [(&["wa", "--streams", "0"][..], "--streams"), (&["wa", "--streams", "9"][..], "--streams")] {
+        let out = Command::new(env!("CARGO_BIN_EXE_duraflash")).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(flag) && err.trim_end().lines().count() == 1, "{args:?}: {err}");
+    }
+    let mut cfg = config(0.15, GcPolicy::Greedy);
+    cfg.placement.streams = 2;
+    let mut drive = Drive::new(cfg).unwrap();
+    let e = drive.set_stream_hints(vec![(duraflash::Lpn(0), 2)]).unwrap_err();
+    assert!(e.to_string().contains("stream 2"), "{e}");
 }

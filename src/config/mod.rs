@@ -176,6 +176,38 @@ impl GcConfig {
     }
 }
 
+/// Where new and relocated data are written: the write frontiers, each
+/// with one open block per die. The default (one stream, GC sharing the
+/// host's frontier) is what SandForce-era firmware does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Placement {
+    /// GC relocations get open blocks of their own, apart from host
+    /// writes (the "double log").
+    pub gc_frontier: bool,
+    /// Host write streams (1 to [`Placement::MAX_STREAMS`]), each with its
+    /// own open blocks; a write's stream is the host's hint
+    /// (`Drive::set_stream_hints`), and GC keeps relocated data in the
+    /// stream it was written to.
+    pub streams: u8,
+}
+
+impl Placement {
+    /// Most host write streams a drive takes.
+    pub const MAX_STREAMS: u8 = 8;
+
+    /// Write frontiers: every stream, twice with a GC frontier.
+    pub fn frontiers(&self) -> usize {
+        usize::from(self.streams) * if self.gc_frontier { 2 } else { 1 }
+    }
+}
+
+impl Default for Placement {
+    fn default() -> Self {
+        Placement { gc_frontier: false, streams: 1 }
+    }
+}
+
 /// What the simulated NAND keeps of the data written to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -212,6 +244,9 @@ pub struct DriveConfig {
     pub geometry: Geometry,
     /// Garbage collection.
     pub gc: GcConfig,
+    /// Write frontiers (host streams, a GC frontier).
+    #[serde(default)]
+    pub placement: Placement,
     /// Compress units with lz4 before storing them.
     pub compression: bool,
     /// Store identical units once.
@@ -358,6 +393,7 @@ impl DriveConfig {
             unit_bytes: DEFAULT_UNIT_BYTES,
             geometry,
             gc,
+            placement: Placement::default(),
             compression: reduce,
             dedup: reduce,
             media: Media::Memory,
@@ -366,6 +402,13 @@ impl DriveConfig {
             timing,
             firmware: Firmware::profile(firmware)?,
         })
+    }
+
+    /// Free blocks foreground GC keeps beyond `gc.low_watermark` for the
+    /// open blocks of the frontiers past the first (one per die each).
+    pub fn extra_reserve(&self) -> u64 {
+        (self.placement.frontiers().max(1) as u64 - 1)
+            * u64::from(self.geometry.channels * self.geometry.dies_per_channel)
     }
 
     /// Replaces the NAND geometry, with GC watermarks to match it
@@ -515,9 +558,11 @@ impl DriveConfig {
     }
 
     /// Blocks held back from data: one open block per die plus the
-    /// foreground-GC low watermark.
+    /// foreground-GC low watermark, and for each frontier past the first
+    /// another open and another free block per die.
     pub fn reserve_blocks(&self) -> u32 {
-        self.geometry.dies() + self.gc.low_watermark
+        let extra = u32::try_from(2 * self.extra_reserve()).unwrap_or(u32::MAX);
+        (self.geometry.dies() + self.gc.low_watermark).saturating_add(extra)
     }
 
     /// How the chunk table packs extents for this geometry and unit.

@@ -18,7 +18,9 @@ impl Drive {
     /// than spin when collections stop gaining space.
     pub(super) fn foreground_gc(&mut self) -> Result<(), DriveError> {
         let mut fruitless = 0;
-        while self.space.free_blocks() < self.config.gc.low_watermark {
+        // Frontiers past the first each keep an open block per die.
+        let low = u64::from(self.config.gc.low_watermark) + self.config.extra_reserve();
+        while u64::from(self.space.free_blocks()) < low {
             let before = self.space.unwritten_bytes();
             if !self.collect_one()? {
                 return Err(DriveError::NoSpace(format!(
@@ -129,6 +131,7 @@ impl Drive {
     /// gets the victim's reads of live pages first, then the programs of
     /// their chunks elsewhere, then the erase.
     fn relocate_all(&mut self, victim: BlockId) -> Result<(), DriveError> {
+        let frontier = self.gc_frontier(victim);
         let summary = self.space.take_summary(victim);
         // Gather every entry's record, then keep the live ones.
         let mut live = std::mem::take(&mut self.gc_scratch);
@@ -151,7 +154,7 @@ impl Drive {
         let mut result = Ok(());
         for &(id, old, _) in &live {
             self.clock += 1;
-            let new = match self.space.append(&mut self.nand, id, old.len, self.clock) {
+            let new = match self.space.append(&mut self.nand, id, old.len, self.clock, frontier) {
                 Ok(new) => new,
                 Err(e) => {
                     result = Err(e);

@@ -189,7 +189,10 @@ mod tests {
         let mut reversed = ten();
         reversed.reverse();
         for draw in 0..50 {
-            assert_eq!(choose(GcPolicy::DChoices(3), ten(), draw), choose(GcPolicy::DChoices(3), reversed.clone(), draw));
+            assert_eq!(
+                choose(GcPolicy::DChoices(3), ten(), draw),
+                choose(GcPolicy::DChoices(3), reversed.clone(), draw)
+            );
         }
         // d = 1 is uniform over the candidates; d = 3 leans to emptier ones.
         let tally = |d: u32| {

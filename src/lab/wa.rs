@@ -108,8 +108,13 @@ pub struct ModelPoint {
     /// The mean-field (many-blocks) model of the drive's own GC policy,
     /// `write_cost` x: greedy's [`analytic::wa_greedy_mean_field`], FIFO's
     /// [`analytic::wa_fifo`], d-choices' [`analytic::wa_d_choices`]; none
-    /// for cost-benefit and windowed greedy.
+    /// for cost-benefit and windowed greedy. Hot/cold writes separated
+    /// into two streams under greedy: [`analytic::wa_hot_cold_shared_greedy`].
     pub policy: Option<f64>,
+    /// Hot/cold writes separated into two streams: the two-pool model
+    /// with the spare split to minimise WA (greedy in each pool), what the
+    /// best split of the space would give.
+    pub hot_cold_optimal: Option<f64>,
 }
 
 /// Result of one study.
@@ -198,6 +203,13 @@ pub fn run_with(
     let slots = (span / spec.request_bytes).max(1);
     let mut access = SlotStream::new(spec.access, slots, unit_seed(seed, 2))?;
     let mut writer = Writer::new(drive.needs_content(), spec.request_bytes);
+    // With streams, a hot/cold workload tells the drive which units are
+    // hot (stream 1), as a host with stream ids would.
+    let separated = cfg.placement.streams >= 2 && access.hot_slots().is_some();
+    if let (true, Some(hot)) = (separated, access.hot_slots()) {
+        let hot_units = hot * spec.request_bytes / u64::from(cfg.unit_bytes);
+        drive.set_stream_hints(vec![(Lpn(0), 1), (Lpn(hot_units), 0)])?;
+    }
 
     // Sequential fill.
     let mut filled = 0;
@@ -246,7 +258,8 @@ pub fn run_with(
     let host_bytes = after.host_write_bytes - before.host_write_bytes;
     let nand_bytes = after.nand_bytes_programmed - before.nand_bytes_programmed;
     let geometry = &cfg.geometry;
-    let model = (matches!(spec.access, Access::Uniform) && spec.trim_pct == 0 && sampler.n > 0).then(|| {
+    let modelled = matches!(spec.access, Access::Uniform) || separated;
+    let model = (modelled && spec.trim_pct == 0 && sampler.n > 0).then(|| {
         let unwritten = sampler.unwritten / sampler.n as f64;
         let live = sampler.live / sampler.n as f64;
         let chunks = sampler.chunks / sampler.n as f64;
@@ -263,7 +276,20 @@ pub fn run_with(
             greedy: write_cost * analytic::wa_greedy(alpha, np),
             fifo: write_cost * analytic::wa_fifo(alpha),
             random: write_cost * analytic::wa_random(alpha),
-            policy: policy_model(cfg.gc.policy, alpha, np).map(|wa| write_cost * wa),
+            policy: match spec.access {
+                Access::HotCold { hot, writes } => (cfg.gc.policy == GcPolicy::Greedy).then(|| {
+                    let pool = |a| analytic::wa_greedy_mean_field(a, np);
+                    write_cost * analytic::wa_hot_cold_shared_greedy(alpha, hot, writes, pool).0
+                }),
+                _ => policy_model(cfg.gc.policy, alpha, np).map(|wa| write_cost * wa),
+            },
+            hot_cold_optimal: match spec.access {
+                Access::HotCold { hot, writes } => {
+                    let pool = |a| analytic::wa_greedy_mean_field(a, np);
+                    Some(write_cost * analytic::wa_hot_cold_optimal(alpha, hot, writes, pool).0)
+                }
+                _ => None,
+            },
         }
     });
     Ok(WaReport {

@@ -62,7 +62,8 @@ impl FromStr for Access {
             "sequential" => Ok(Access::Sequential),
             _ => {
                 if let Some(rest) = s.strip_prefix("hotcold:") {
-                    let fraction = |v: &str| v.parse::<f64>().map_err(|_| format!("hotcold fraction '{v}' is not a number"));
+                    let fraction =
+                        |v: &str| v.parse::<f64>().map_err(|_| format!("hotcold fraction '{v}' is not a number"));
                     let (f, r) = rest.split_once(':').ok_or_else(|| format!("'{s}' is not hotcold:F:R"))?;
                     return Access::hot_cold(fraction(f)?, fraction(r)?);
                 }
@@ -170,7 +171,10 @@ enum Kind {
     Pareto(f64),
     /// Hot slots `0..hot`, cold ones `hot..slots`; the hot share of draws
     /// as a threshold on a uniform u64.
-    HotCold { hot: u64, threshold: u64 },
+    HotCold {
+        hot: u64,
+        threshold: u64,
+    },
 }
 
 /// Mersenne prime 2^61 - 1: multiplying by it permutes `0..n` for any
@@ -239,6 +243,14 @@ impl SlotStream {
         }
     }
 
+    /// The hot slots of a hot/cold stream (`0..n`), `None` for others.
+    pub fn hot_slots(&self) -> Option<u64> {
+        match self.kind {
+            Kind::HotCold { hot, .. } => Some(hot),
+            _ => None,
+        }
+    }
+
     /// A uniform draw from `0..n`, from the same seeded stream.
     pub fn uniform(&mut self, n: u64) -> u64 {
         self.rng.gen_range(0..n)
@@ -262,7 +274,9 @@ mod tests {
         assert!("zipf:x".parse::<Access>().is_err());
         assert!("random".parse::<Access>().is_err());
         assert_eq!("hotcold:0.2:0.8".parse::<Access>(), Ok(Access::HotCold { hot: 0.2, writes: 0.8 }));
-        for bad in ["hotcold:1.5:0.8", "hotcold:0.2:1", "hotcold:0:0.5", "hotcold:0.2", "hotcold:a:b", "hotcold:NaN:0.5"] {
+        for bad in
+            ["hotcold:1.5:0.8", "hotcold:0.2:1", "hotcold:0:0.5", "hotcold:0.2", "hotcold:a:b", "hotcold:NaN:0.5"]
+        {
             assert!(bad.parse::<Access>().is_err(), "{bad}");
         }
     }
