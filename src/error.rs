@@ -59,6 +59,9 @@ pub enum DriveError {
     /// The FTL broke a NAND rule: a bug, reported rather than hidden.
     #[error("internal NAND error: {0}")]
     Internal(#[from] NandError),
+    /// A stream hint names a stream the drive does not have.
+    #[error("stream {stream} is not one of the drive's {streams} write streams (placement.streams)")]
+    UnknownStream { stream: u8, streams: u8 },
     /// Stored bytes failed to decompress: a bug, reported rather than hidden.
     #[error("internal error: chunk {chunk} does not decompress: {reason}")]
     Corrupt { chunk: usize, reason: String },

@@ -19,7 +19,7 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use duraflash::config::Geometry;
-use duraflash::{Drive, DriveConfig, DriveError, GcPolicy, Lba, Stats};
+use duraflash::{Drive, DriveConfig, DriveError, GcPolicy, Lba, Lpn, Stats};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as PtConfig, FileFailurePersistence, TestCaseError, TestError, TestRunner};
 use rand::{Rng, RngCore, SeedableRng};
@@ -60,11 +60,19 @@ struct Variant {
     shape: Shape,
     /// Logical capacity as a share of the largest `validate` accepts.
     fill_pct: u64,
+    /// Host write streams (hinted by LBA thirds, see `hint_streams`).
+    streams: u8,
+    /// GC relocations on frontiers of their own.
+    gc_frontier: bool,
 }
 
 impl Variant {
     const fn new(dedup: bool, compression: bool, policy: GcPolicy, shape: Shape) -> Self {
-        Variant { dedup, compression, policy, shape, fill_pct: 100 }
+        Variant { dedup, compression, policy, shape, fill_pct: 100, streams: 1, gc_frontier: false }
+    }
+
+    const fn placed(self, streams: u8, gc_frontier: bool) -> Self {
+        Variant { streams, gc_frontier, ..self }
     }
 
     fn config(&self) -> DriveConfig {
@@ -96,6 +104,8 @@ impl Variant {
         cfg.dedup = self.dedup;
         cfg.compression = self.compression;
         cfg.gc.policy = self.policy;
+        cfg.placement.streams = self.streams;
+        cfg.placement.gc_frontier = self.gc_frontier;
         let g = &cfg.geometry;
         let unit = u64::from(cfg.unit_bytes);
         let usable =
@@ -395,9 +405,18 @@ macro_rules! ensure {
     };
 }
 
+/// Splits the drive's units evenly over its write streams (stream 0 first).
+fn hint_streams(drive: &mut Drive) {
+    let streams = drive.config().placement.streams;
+    let units = drive.config().logical_units();
+    let hints = (1..streams).map(|s| (Lpn(units * u64::from(s) / u64::from(streams)), s)).collect();
+    drive.set_stream_hints(hints).expect("hints name the drive's streams");
+}
+
 impl Harness {
     fn new(cfg: DriveConfig) -> Self {
-        let drive = Drive::new(cfg.clone()).expect("valid config");
+        let mut drive = Drive::new(cfg.clone()).expect("valid config");
+        hint_streams(&mut drive);
         let capacity = drive.capacity_sectors();
         let unit_sectors = u64::from(cfg.unit_bytes) / SECTOR;
         Harness {
@@ -675,7 +694,8 @@ impl Harness {
                 self.drive.save(&path).map_err(|e| format!("save: {e}"))?;
                 let loaded = Drive::load(&path).map_err(|e| format!("load: {e}"));
                 let _ = std::fs::remove_file(&path);
-                let loaded = loaded?;
+                let mut loaded = loaded?;
+                hint_streams(&mut loaded);
                 ensure!(loaded.stats() == self.drive.stats(), "a loaded image has different stats");
                 ensure!(loaded.now() == self.drive.now(), "a loaded image has a different clock");
                 self.drive = loaded;
@@ -945,8 +965,39 @@ fn oracle_plain_greedy_big_pages() {
 }
 
 #[test]
+fn oracle_dedup_compression_d_choices() {
+    check_property(
+        "dedup+compression/d-choices:2",
+        Just(Variant::new(true, true, GcPolicy::DChoices(2), Shape::FourDies)),
+    );
+}
+
+#[test]
+fn oracle_dedup_compression_two_streams_and_gc_frontier() {
+    let v = Variant::new(true, true, GcPolicy::Greedy, Shape::Unit16k).placed(2, true);
+    check_property("dedup+compression/greedy/2 streams + GC frontier", Just(v));
+}
+
+#[test]
+fn oracle_plain_three_streams_d_choices() {
+    let v = Variant::new(false, false, GcPolicy::DChoices(2), Shape::OneDieTinyPages).placed(3, false);
+    check_property("plain/d-choices:2/3 streams", Just(v));
+}
+
+#[test]
+fn oracle_plain_windowed() {
+    check_property("plain/windowed:3", Just(Variant::new(false, false, GcPolicy::Windowed(3), Shape::SmallPages)));
+}
+
+#[test]
 fn oracle_any_configuration() {
-    let policy = prop_oneof![Just(GcPolicy::Greedy), Just(GcPolicy::CostBenefit), Just(GcPolicy::Fifo)];
+    let policy = prop_oneof![
+        Just(GcPolicy::Greedy),
+        Just(GcPolicy::CostBenefit),
+        Just(GcPolicy::Fifo),
+        (1u32..6).prop_map(GcPolicy::DChoices),
+        (1u32..6).prop_map(GcPolicy::Windowed),
+    ];
     let shape = prop_oneof![
         3 => Just(Shape::SmallPages),
         2 => Just(Shape::BigPages),
@@ -957,8 +1008,15 @@ fn oracle_any_configuration() {
         1 => Just(Shape::OneDieTinyPages),
     ];
     let fill = prop_oneof![3 => Just(100u64), 1 => 60u64..100];
-    let variant = (any::<bool>(), any::<bool>(), policy, shape, fill).prop_map(
-        |(dedup, compression, policy, shape, fill_pct)| Variant { dedup, compression, policy, shape, fill_pct },
+    let placement = (prop_oneof![3 => Just(1u8), 1 => Just(2u8)], any::<bool>());
+    let variant = (any::<bool>(), any::<bool>(), policy, shape, fill, placement).prop_map(
+        |(dedup, compression, policy, shape, fill_pct, (streams, gc_frontier))| {
+            // 16- and 32-block arrays of two and four dies cannot spare the
+            // open and free blocks of more frontiers.
+            let (streams, gc_frontier) =
+                if matches!(shape, Shape::BigPages | Shape::FourDies) { (1, false) } else { (streams, gc_frontier) };
+            Variant { dedup, compression, policy, shape, fill_pct, streams, gc_frontier }
+        },
     );
     check_property("any configuration", variant);
 }

@@ -98,7 +98,7 @@ pub(crate) struct DriveArgs {
     /// NAND pages per erase block (the array keeps its physical size unless --op is given).
     #[arg(long)]
     pub(crate) pages_per_block: Option<u32>,
-    /// GC victim policy [default: greedy] [possible values: greedy, cost-benefit, fifo]
+    /// GC victim policy [default: greedy] [possible values: greedy, cost-benefit, fifo, d-choices:D, windowed:W]
     #[arg(long, value_parser = parse_gc)]
     pub(crate) gc: Option<GcPolicy>,
     /// Compress units (lz4).
@@ -121,6 +121,12 @@ pub(crate) struct DriveArgs {
     /// Refuse a drive estimated to need more memory than this (default: the memory available).
     #[arg(long, value_parser = parse_size)]
     pub(crate) memory_limit: Option<u64>,
+    /// Host write streams, each with its own open blocks (1 to 8; default 1, no separation).
+    #[arg(long)]
+    pub(crate) streams: Option<u8>,
+    /// GC relocations get open blocks of their own (the double log; default off).
+    #[arg(long, value_enum)]
+    pub(crate) gc_frontier: Option<Toggle>,
 }
 
 impl DriveArgs {
@@ -153,6 +159,8 @@ impl DriveArgs {
             media,
             seed: 1,
             firmware: None,
+            streams: None,
+            gc_frontier: None,
         }
     }
 
@@ -179,6 +187,8 @@ impl DriveArgs {
         take!(media, "--media", Some);
         take!(seed, "--seed", |v| v);
         take!(firmware, "--firmware", Some);
+        take!(streams, "--streams", Some);
+        take!(gc_frontier, "--gc-frontier", |v: Toggle| Some(v.on()));
         given
     }
 

@@ -29,7 +29,8 @@ pub(crate) struct WaArgs {
     /// Drive image: resumed when it exists, created otherwise; saved when the run finishes.
     #[arg(long)]
     image: Option<PathBuf>,
-    /// Where random writes go: uniform, zipf:THETA or sequential.
+    /// Where random writes go: uniform, zipf:THETA, sequential or hotcold:F:R
+    /// (a fraction F of the LBAs gets a fraction R of the writes).
     #[arg(long, default_value = "uniform", value_parser = parse_access)]
     workload: Access,
     /// Request size (a multiple of the 4 KiB unit).

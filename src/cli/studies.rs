@@ -187,7 +187,7 @@ pub(crate) struct SweepArgs {
     /// Over-provisioning values (comma-separated; 7% or 0.07 each).
     #[arg(long, value_delimiter = ',', default_value = "7%,15%,28%", value_parser = parse_op, allow_negative_numbers = true)]
     op: Vec<f64>,
-    /// GC policies (comma-separated) [possible values: greedy, cost-benefit, fifo]
+    /// GC policies (comma-separated): greedy, cost-benefit, fifo, d-choices:D, windowed:W.
     #[arg(long, value_delimiter = ',', value_parser = parse_gc, default_value = "greedy")]
     gc: Vec<GcPolicy>,
     /// Pages per erase block values (small blocks keep OP steps fine on a small drive).
@@ -202,7 +202,7 @@ pub(crate) struct SweepArgs {
     /// Share of requests that TRIM a random mapped unit (percent values).
     #[arg(long, value_delimiter = ',', value_parser = parse_pct, default_value = "0")]
     trim_pct: Vec<u8>,
-    /// Workloads: uniform, zipf:THETA, sequential.
+    /// Workloads: uniform, zipf:THETA, sequential, hotcold:F:R.
     #[arg(long, value_delimiter = ',', default_value = "uniform")]
     workload: Vec<String>,
     /// Random-write drive-writes before measuring, per point.
@@ -349,17 +349,18 @@ fn finish_sweep(args: &SweepArgs, out: SweepRun) -> Result<(), Failure> {
         write_plot(&Some(path.clone()), &out.chart())?;
     }
     let mut summary = format!(
-        "{:>5} {:>6}  {:<40} {:>7} {:>7} {:>6} {:>6}\n",
-        "point", "OP %", "series", "WAF", "model", "comp", "dedup"
+        "{:>5} {:>6}  {:<40} {:>7} {:>7} {:>7} {:>6} {:>6}\n",
+        "point", "OP %", "series", "WAF", "greedy", "policy", "comp", "dedup"
     );
     for r in &out.points {
         summary += &format!(
-            "{:>5} {:>6.1}  {:<40} {:>7.3} {:>7} {:>6.3} {:>6.3}\n",
+            "{:>5} {:>6.1}  {:<40} {:>7.3} {:>7} {:>7} {:>6.3} {:>6.3}\n",
             r.point.index,
             r.point.op * 100.0,
             out.grid.series_label(&r.point),
             r.waf,
             r.model_greedy.map_or("-".into(), |m| format!("{m:.3}")),
+            r.model_policy.map_or("-".into(), |m| format!("{m:.3}")),
             r.compression_ratio,
             r.dedup_ratio
         );

@@ -83,9 +83,10 @@ impl Geometry {
     }
 }
 
-/// Garbage-collection victim policy.
+/// Garbage-collection victim policy. Spelled as on the command line
+/// (`greedy`, `d-choices:4`) in config files and images.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(into = "String", try_from = "String")]
 pub enum GcPolicy {
     /// Fewest live bytes first.
     Greedy,
@@ -93,32 +94,62 @@ pub enum GcPolicy {
     CostBenefit,
     /// Oldest sealed block first.
     Fifo,
+    /// The fewest live bytes among this many blocks sampled uniformly
+    /// (Van Houdt's d-choices; 1 is random selection). At least 1.
+    DChoices(u32),
+    /// Greedy among this many oldest sealed blocks (Hu et al.'s windowed
+    /// greedy). At least 1.
+    Windowed(u32),
 }
 
 impl GcPolicy {
     /// The names accepted on the command line and in config files.
-    pub const NAMES: [&'static str; 3] = ["greedy", "cost-benefit", "fifo"];
+    pub const NAMES: [&'static str; 5] = ["greedy", "cost-benefit", "fifo", "d-choices:D", "windowed:W"];
 }
 
 impl std::fmt::Display for GcPolicy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            GcPolicy::Greedy => "greedy",
-            GcPolicy::CostBenefit => "cost-benefit",
-            GcPolicy::Fifo => "fifo",
-        })
+        match self {
+            GcPolicy::Greedy => f.write_str("greedy"),
+            GcPolicy::CostBenefit => f.write_str("cost-benefit"),
+            GcPolicy::Fifo => f.write_str("fifo"),
+            GcPolicy::DChoices(d) => write!(f, "d-choices:{d}"),
+            GcPolicy::Windowed(w) => write!(f, "windowed:{w}"),
+        }
     }
 }
 
 impl std::str::FromStr for GcPolicy {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
+        let count = |name: &str, v: &str| match v.parse::<u32>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(format!("{name} count '{v}' must be a whole number from 1 to {}", u32::MAX)),
+        };
+        match s.split_once(':') {
+            Some(("d-choices", d)) => return Ok(GcPolicy::DChoices(count("d-choices", d)?)),
+            Some(("windowed", w)) => return Ok(GcPolicy::Windowed(count("windowed", w)?)),
+            _ => {}
+        }
         match s {
             "greedy" => Ok(GcPolicy::Greedy),
             "cost-benefit" => Ok(GcPolicy::CostBenefit),
             "fifo" => Ok(GcPolicy::Fifo),
             _ => Err(format!("unknown GC policy '{s}' (valid: {})", Self::NAMES.join(", "))),
         }
+    }
+}
+
+impl From<GcPolicy> for String {
+    fn from(p: GcPolicy) -> String {
+        p.to_string()
+    }
+}
+
+impl TryFrom<String> for GcPolicy {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
     }
 }
 
@@ -142,6 +173,38 @@ impl GcConfig {
     pub fn for_geometry(geometry: &Geometry) -> Self {
         let low_watermark = geometry.dies() + DEFAULT_LOW_WATERMARK;
         GcConfig { policy: GcPolicy::Greedy, low_watermark, high_watermark: low_watermark + DEFAULT_HIGH_WATERMARK }
+    }
+}
+
+/// Where new and relocated data are written: the write frontiers, each
+/// with one open block per die. The default (one stream, GC sharing the
+/// host's frontier) is what SandForce-era firmware does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Placement {
+    /// GC relocations get open blocks of their own, apart from host
+    /// writes (the "double log").
+    pub gc_frontier: bool,
+    /// Host write streams (1 to [`Placement::MAX_STREAMS`]), each with its
+    /// own open blocks; a write's stream is the host's hint
+    /// (`Drive::set_stream_hints`), and GC keeps relocated data in the
+    /// stream it was written to.
+    pub streams: u8,
+}
+
+impl Placement {
+    /// Most host write streams a drive takes.
+    pub const MAX_STREAMS: u8 = 8;
+
+    /// Write frontiers: every stream, twice with a GC frontier.
+    pub fn frontiers(&self) -> usize {
+        usize::from(self.streams) * if self.gc_frontier { 2 } else { 1 }
+    }
+}
+
+impl Default for Placement {
+    fn default() -> Self {
+        Placement { gc_frontier: false, streams: 1 }
     }
 }
 
@@ -181,6 +244,9 @@ pub struct DriveConfig {
     pub geometry: Geometry,
     /// Garbage collection.
     pub gc: GcConfig,
+    /// Write frontiers (host streams, a GC frontier).
+    #[serde(default)]
+    pub placement: Placement,
     /// Compress units with lz4 before storing them.
     pub compression: bool,
     /// Store identical units once.
@@ -327,6 +393,7 @@ impl DriveConfig {
             unit_bytes: DEFAULT_UNIT_BYTES,
             geometry,
             gc,
+            placement: Placement::default(),
             compression: reduce,
             dedup: reduce,
             media: Media::Memory,
@@ -335,6 +402,13 @@ impl DriveConfig {
             timing,
             firmware: Firmware::profile(firmware)?,
         })
+    }
+
+    /// Free blocks foreground GC keeps beyond `gc.low_watermark` for the
+    /// open blocks of the frontiers past the first (one per die each).
+    pub fn extra_reserve(&self) -> u64 {
+        (self.placement.frontiers().max(1) as u64 - 1)
+            * u64::from(self.geometry.channels * self.geometry.dies_per_channel)
     }
 
     /// Replaces the NAND geometry, with GC watermarks to match it
@@ -484,9 +558,11 @@ impl DriveConfig {
     }
 
     /// Blocks held back from data: one open block per die plus the
-    /// foreground-GC low watermark.
+    /// foreground-GC low watermark, and for each frontier past the first
+    /// another open and another free block per die.
     pub fn reserve_blocks(&self) -> u32 {
-        self.geometry.dies() + self.gc.low_watermark
+        let extra = u32::try_from(2 * self.extra_reserve()).unwrap_or(u32::MAX);
+        (self.geometry.dies() + self.gc.low_watermark).saturating_add(extra)
     }
 
     /// How the chunk table packs extents for this geometry and unit.

@@ -13,7 +13,7 @@ use std::str::FromStr;
 
 use thiserror::Error;
 
-use crate::config::{DriveConfig, GcPolicy, Media};
+use crate::config::{DriveConfig, GcPolicy, Media, Placement};
 use crate::error::ConfigError;
 use crate::firmware::Firmware;
 use crate::units::ByteSize;
@@ -137,6 +137,10 @@ pub struct DriveOverrides {
     pub seed: u64,
     /// Firmware profile name.
     pub firmware: Option<String>,
+    /// Host write streams ([`crate::config::Placement::streams`]).
+    pub streams: Option<u8>,
+    /// A GC frontier of its own ([`crate::config::Placement::gc_frontier`]).
+    pub gc_frontier: Option<bool>,
 }
 
 impl DriveOverrides {
@@ -190,6 +194,15 @@ impl DriveOverrides {
         }
         if let Some(f) = &self.firmware {
             cfg.firmware = Firmware::profile(f).map_err(setting("--firmware"))?;
+        }
+        if let Some(s) = self.streams {
+            if !(1..=Placement::MAX_STREAMS).contains(&s) {
+                return Err(setting("--streams")(ConfigError::invalid("placement.streams", "must be from 1 to 8")));
+            }
+            cfg.placement.streams = s;
+        }
+        if let Some(g) = self.gc_frontier {
+            cfg.placement.gc_frontier = g;
         }
         let cap = match self.capacity {
             Some(Capacity::Full) => None,
@@ -265,6 +278,8 @@ mod tests {
             media: None,
             seed: 1,
             firmware: None,
+            streams: None,
+            gc_frontier: None,
         }
     }
 

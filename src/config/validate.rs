@@ -2,7 +2,7 @@
 //! TOML field it came from (the command-line overrides map those names
 //! onto their flags).
 
-use super::{DriveConfig, DEFAULT_LOW_WATERMARK};
+use super::{DriveConfig, Placement, DEFAULT_LOW_WATERMARK};
 use crate::error::ConfigError;
 
 /// Most channels a config may have: far beyond any controller (the SF-2281
@@ -80,6 +80,12 @@ impl DriveConfig {
                 "gc.high_watermark",
                 format!("{} free blocks is not below the drive's {blocks} blocks", self.gc.high_watermark),
             ));
+        }
+        if !(1..=Placement::MAX_STREAMS).contains(&self.placement.streams) {
+            return Err(ConfigError::invalid("placement.streams", "must be from 1 to 8"));
+        }
+        if self.placement.frontiers() > 1 && u64::from(self.reserve_blocks()) >= blocks {
+            return Err(ConfigError::invalid("placement", "its open and reserve blocks need the whole drive"));
         }
         let reserve = u64::from(self.reserve_blocks()) * g.block_bytes();
         // Each block may waste up to one unit of padding where a chunk does

@@ -5,16 +5,22 @@
 
 use super::Drive;
 use crate::config::GcPolicy;
+use crate::content::pattern::unit_seed;
 use crate::error::DriveError;
 use crate::ftl::victim;
 use crate::units::{BlockId, SimTime};
+
+/// Which of the seed's streams draws GC samples.
+const GC_DRAW_STREAM: u64 = 0x6763;
 
 impl Drive {
     /// Runs GC while free blocks are under the low watermark. Fails rather
     /// than spin when collections stop gaining space.
     pub(super) fn foreground_gc(&mut self) -> Result<(), DriveError> {
         let mut fruitless = 0;
-        while self.space.free_blocks() < self.config.gc.low_watermark {
+        // Frontiers past the first each keep an open block per die.
+        let low = u64::from(self.config.gc.low_watermark) + self.config.extra_reserve();
+        while u64::from(self.space.free_blocks()) < low {
             let before = self.space.unwritten_bytes();
             if !self.collect_one()? {
                 return Err(DriveError::NoSpace(format!(
@@ -104,7 +110,12 @@ impl Drive {
     fn collect_one(&mut self) -> Result<bool, DriveError> {
         let chosen = match self.config.gc.policy {
             GcPolicy::Greedy => self.space.greedy_victim(),
-            policy => victim::choose(policy, self.space.sealed_views(self.clock)),
+            policy => {
+                // d-choices' sample: a stream of the drive's seed, one draw
+                // per victim, so a seed and config give the same choices.
+                let draw = unit_seed(unit_seed(self.config.seed, GC_DRAW_STREAM), self.counters.gc_victims);
+                victim::choose(policy, self.space.sealed_views(self.clock), draw)
+            }
         };
         let Some(victim) = chosen else {
             return Ok(false);
@@ -120,6 +131,7 @@ impl Drive {
     /// gets the victim's reads of live pages first, then the programs of
     /// their chunks elsewhere, then the erase.
     fn relocate_all(&mut self, victim: BlockId) -> Result<(), DriveError> {
+        let frontier = self.gc_frontier(victim);
         let summary = self.space.take_summary(victim);
         // Gather every entry's record, then keep the live ones.
         let mut live = std::mem::take(&mut self.gc_scratch);
@@ -142,7 +154,7 @@ impl Drive {
         let mut result = Ok(());
         for &(id, old, _) in &live {
             self.clock += 1;
-            let new = match self.space.append(&mut self.nand, id, old.len, self.clock) {
+            let new = match self.space.append(&mut self.nand, id, old.len, self.clock, frontier) {
                 Ok(new) => new,
                 Err(e) => {
                     result = Err(e);

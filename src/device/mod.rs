@@ -23,7 +23,7 @@ use crate::ftl::map_cache::MapCache;
 use crate::ftl::space::Space;
 use crate::nand::NandArray;
 use crate::timing::Timeline;
-use crate::units::{ChunkId, Lba, Lpn, NandExtent, SimTime, SECTOR_BYTES};
+use crate::units::{BlockId, ChunkId, Lba, Lpn, NandExtent, SimTime, SECTOR_BYTES};
 
 pub mod check;
 pub mod gc;
@@ -103,6 +103,9 @@ pub struct Drive {
     gc_scratch: Vec<(ChunkId, NandExtent, u32)>,
     /// Scratch list of when each GC victim's data is read, per write.
     victim_scratch: Vec<SimTime>,
+    /// The host's stream hints: `(first unit, stream)` in order, each
+    /// reaching to the next; units before the first are stream 0.
+    stream_hints: Vec<(u64, u8)>,
 }
 
 impl Drive {
@@ -114,7 +117,7 @@ impl Drive {
         let chunks = config.logical_units() as usize + COMMIT_SLICE_UNITS;
         Ok(Drive {
             nand: NandArray::new(&config.geometry),
-            space: Space::new(&config.geometry),
+            space: Space::with_frontiers(&config.geometry, config.placement.frontiers()),
             chunks: ChunkStore::with_capacity(config.dedup, config.packing()?, chunks),
             bytes: ChunkBytes::with_capacity(if config.media == Media::Memory { chunks } else { 0 }),
             map: L2pMap::new(config.logical_units()),
@@ -139,12 +142,48 @@ impl Drive {
             marks: Vec::new(),
             read_cache: std::collections::VecDeque::new(),
             gc_scratch: Vec::new(),
+            stream_hints: Vec::new(),
             victim_scratch: Vec::new(),
             config,
         })
     }
 
     /// The drive's configuration.
+    /// Sets the host's write-stream hints (like NVMe stream ids or fio's
+    /// `write_hint`): `(first unit, stream)` pairs, each reaching to the
+    /// next, units before the first in stream 0. New data of a unit goes
+    /// to its stream's open blocks, and GC keeps it in that stream. A
+    /// run-time setting, not kept in images. Fails naming the first stream
+    /// the drive does not have (`placement.streams`).
+    pub fn set_stream_hints(&mut self, mut hints: Vec<(Lpn, u8)>) -> Result<(), DriveError> {
+        let streams = self.config.placement.streams;
+        if let Some(&(_, stream)) = hints.iter().find(|(_, s)| *s >= streams) {
+            return Err(DriveError::UnknownStream { stream, streams });
+        }
+        hints.sort_by_key(|&(lpn, _)| lpn.0);
+        self.stream_hints = hints.into_iter().map(|(lpn, s)| (lpn.0, s)).collect();
+        Ok(())
+    }
+
+    /// The write frontier of new data for `lpn`: its hinted stream.
+    fn host_frontier(&self, lpn: Lpn) -> usize {
+        let i = self.stream_hints.partition_point(|&(first, _)| first <= lpn.0);
+        i.checked_sub(1).map_or(0, |i| usize::from(self.stream_hints[i].1))
+    }
+
+    /// The write frontier GC relocates `victim`'s data to: the stream it
+    /// was written to, on the GC frontier of that stream when there is
+    /// one.
+    fn gc_frontier(&self, victim: BlockId) -> usize {
+        let streams = usize::from(self.config.placement.streams.max(1));
+        let stream = self.space.frontier_of(victim) % streams;
+        if self.config.placement.gc_frontier {
+            streams + stream
+        } else {
+            stream
+        }
+    }
+
     pub fn config(&self) -> &DriveConfig {
         &self.config
     }

@@ -116,7 +116,9 @@ impl Drive {
         let mut drive = Drive::new(config).map_err(|e| ImageError::Inconsistent(format!("config: {e}")))?;
         let bad = |what: &str, e: String| ImageError::Inconsistent(format!("{what}: {e}"));
         let g = &drive.config.geometry;
-        space.check_shape(g, chunks.records()).map_err(|e| bad("block space", e))?;
+        space
+            .check_shape(g, drive.config.placement.frontiers(), chunks.records())
+            .map_err(|e| bad("block space", e))?;
         chunks
             .check_shape(drive.config.dedup, drive.chunks.packing(), g.total_blocks(), g.block_bytes() as u32)
             .map_err(|e| bad("chunk table", e))?;

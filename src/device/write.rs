@@ -197,7 +197,7 @@ impl Drive {
                 None => {
                     self.foreground_gc()?;
                     let stored = self.keeps_data().then(|| batch.stored(i, data));
-                    let id = self.place_new(enc.fingerprint, enc.len, stored)?;
+                    let id = self.place_new(enc.fingerprint, enc.len, stored, self.host_frontier(*lpn))?;
                     self.counters.new_chunks += 1;
                     self.counters.new_raw_bytes += data.len() as u64;
                     self.counters.new_stored_bytes += u64::from(enc.len);
@@ -211,10 +211,16 @@ impl Drive {
         Ok(())
     }
 
-    fn place_new(&mut self, fp: Fingerprint, len: u32, stored: Option<&[u8]>) -> Result<ChunkId, DriveError> {
+    fn place_new(
+        &mut self,
+        fp: Fingerprint,
+        len: u32,
+        stored: Option<&[u8]>,
+        frontier: usize,
+    ) -> Result<ChunkId, DriveError> {
         let placeholder = NandExtent { block: BlockId(0), offset: 0, len };
         let id = self.chunks.insert(fp, placeholder).ok_or(DriveError::ChunkTableFull(self.chunks.live()))?;
-        match self.space.append(&mut self.nand, id, len, self.clock) {
+        match self.space.append(&mut self.nand, id, len, self.clock, frontier) {
             Ok(extent) => {
                 self.chunks.relocate(id, extent);
                 if let Some(bytes) = stored {

@@ -76,6 +76,7 @@ pub struct Space {
     meta: Vec<BlockMeta>,
     free: Vec<VecDeque<BlockId>>,
     free_count: u32,
+    /// Open blocks: frontier `f`'s block on die `d` at `f x dies + d`.
     open: Vec<Option<OpenBlock>>,
     cursor: usize,
     seal_seq: u64,
@@ -84,6 +85,11 @@ pub struct Space {
     /// blocks' `indexed` flags when an image is loaded.
     #[serde(skip)]
     greedy: GreedyIndex,
+    /// The frontier that wrote each block, so GC can keep a stream's data
+    /// together. Not in images: a loaded drive's sealed blocks count as
+    /// frontier 0.
+    #[serde(skip)]
+    frontier_of: Vec<u8>,
 }
 
 impl Space {
@@ -93,13 +99,19 @@ impl Space {
     /// capacity through erases).
     pub fn bytes_per_block(chunks_per_block: u64) -> u64 {
         let summary = chunks_per_block.next_power_of_two().max(4) * std::mem::size_of::<ChunkId>() as u64 + 16;
-        (std::mem::size_of::<BlockMeta>() + std::mem::size_of::<BlockId>()) as u64
+        (std::mem::size_of::<BlockMeta>() + std::mem::size_of::<BlockId>() + 1) as u64
             + GreedyIndex::bytes_per_block()
             + summary
     }
 
-    /// All blocks free, nothing open.
+    /// All blocks free, nothing open, one write frontier.
     pub fn new(geometry: &Geometry) -> Self {
+        Self::with_frontiers(geometry, 1)
+    }
+
+    /// All blocks free, nothing open, `frontiers` write frontiers (at
+    /// least one), each with an open block per die.
+    pub fn with_frontiers(geometry: &Geometry, frontiers: usize) -> Self {
         let dies = geometry.dies() as usize;
         let meta = BlockMeta {
             state: BlockState::Free,
@@ -123,11 +135,12 @@ impl Space {
             meta: vec![meta; geometry.total_blocks() as usize],
             free,
             free_count: geometry.total_blocks(),
-            open: vec![None; dies],
+            open: vec![None; dies * frontiers.max(1)],
             cursor: 0,
             seal_seq: 0,
             counters: SpaceCounters::default(),
             greedy: GreedyIndex::new(geometry.total_blocks(), geometry.block_bytes() as u32),
+            frontier_of: vec![0; geometry.total_blocks() as usize],
         }
     }
 
@@ -192,9 +205,19 @@ impl Space {
         })
     }
 
+    /// Dies in the array (open block slots per frontier).
+    fn dies(&self) -> usize {
+        self.free.len()
+    }
+
+    /// The frontier that wrote `block` (0 for blocks of a loaded image).
+    pub fn frontier_of(&self, block: BlockId) -> usize {
+        self.frontier_of.get(block.0 as usize).map_or(0, |&f| usize::from(f))
+    }
+
     /// The die after `die`, round robin (without a division).
     fn next_die(&self, die: usize) -> usize {
-        if die + 1 == self.open.len() {
+        if die + 1 == self.dies() {
             0
         } else {
             die + 1
@@ -203,40 +226,44 @@ impl Space {
 
     fn open_of(&self, block: BlockId) -> Option<&OpenBlock> {
         let die = (block.0 / self.blocks_per_die) as usize;
-        self.open[die].as_ref().filter(|o| o.block == block)
+        self.open.iter().skip(die).step_by(self.dies()).flatten().find(|o| o.block == block)
     }
 
-    /// Appends a chunk of `len` stored bytes, programming pages as they
-    /// fill. `now` is the write clock for
-    /// cost-benefit ages.
+    /// Appends a chunk of `len` stored bytes to write frontier `frontier`
+    /// (clamped to the frontiers there are), programming pages as they
+    /// fill. `now` is the write clock for cost-benefit ages.
     pub fn append(
         &mut self,
         nand: &mut NandArray,
         chunk: ChunkId,
         len: u32,
         now: u64,
+        frontier: usize,
     ) -> Result<NandExtent, DriveError> {
         debug_assert!(len > 0 && len <= self.block_bytes, "chunk length out of range");
-        let dies = self.open.len();
+        let dies = self.dies();
+        let base = frontier.min(self.open.len() / dies - 1) * dies;
         for _ in 0..dies {
             let die = self.cursor;
-            if self.ensure_room(nand, die, len)? {
-                return self.append_at(nand, die, chunk, len, now);
+            if self.ensure_room(nand, base + die, len)? {
+                return self.append_at(nand, base + die, chunk, len, now);
             }
             self.cursor = self.next_die(die);
         }
         Err(DriveError::NoSpace(format!("no die has room for a {len}-byte chunk ({} free blocks)", self.free_count)))
     }
 
-    /// Makes die `die`'s open block able to take `len` bytes, sealing a
-    /// too-full one and opening a free one. False when the die has no room.
-    fn ensure_room(&mut self, nand: &mut NandArray, die: usize, len: u32) -> Result<bool, NandError> {
-        if let Some(open) = &self.open[die] {
+    /// Makes open-block slot `slot`'s block able to take `len` bytes,
+    /// sealing a too-full one and opening a free one of its die. False
+    /// when the die has no room.
+    fn ensure_room(&mut self, nand: &mut NandArray, slot: usize, len: u32) -> Result<bool, NandError> {
+        if let Some(open) = &self.open[slot] {
             if self.block_bytes - open.write_point >= len {
                 return Ok(true);
             }
-            self.seal(nand, die)?;
+            self.seal(nand, slot)?;
         }
+        let die = slot % self.dies();
         let Some(block) = self.free[die].pop_front() else {
             return Ok(false);
         };
@@ -244,20 +271,25 @@ impl Space {
         let m = &mut self.meta[block.0 as usize];
         debug_assert_eq!(m.state, BlockState::Free, "opened block must be free");
         m.state = BlockState::Open;
-        self.open[die] = Some(OpenBlock { block, write_point: 0 });
+        self.open[slot] = Some(OpenBlock { block, write_point: 0 });
+        let frontier = (slot / self.dies()) as u8;
+        if let Some(f) = self.frontier_of.get_mut(block.0 as usize) {
+            *f = frontier;
+        }
         Ok(true)
     }
 
     fn append_at(
         &mut self,
         nand: &mut NandArray,
-        die: usize,
+        slot: usize,
         chunk: ChunkId,
         len: u32,
         now: u64,
     ) -> Result<NandExtent, DriveError> {
         let page = self.page_bytes;
-        let open = self.open[die].as_mut().expect("ensure_room opened a block");
+        let die = slot % self.dies();
+        let open = self.open[slot].as_mut().expect("ensure_room opened a block");
         let block = open.block;
         let offset = open.write_point;
         let end = offset + len;
@@ -273,7 +305,7 @@ impl Space {
         m.last_write = now;
         m.summary.push(chunk);
         if end == self.block_bytes {
-            self.seal(nand, die)?;
+            self.seal(nand, slot)?;
         }
         if last > first {
             self.cursor = self.next_die(die);
@@ -281,10 +313,10 @@ impl Space {
         Ok(NandExtent { block, offset, len })
     }
 
-    /// Seals die `die`'s open block, programming a partial last page with
-    /// zero padding.
-    fn seal(&mut self, nand: &mut NandArray, die: usize) -> Result<(), NandError> {
-        let Some(open) = self.open[die].take() else {
+    /// Seals slot `slot`'s open block, programming a partial last page
+    /// with zero padding.
+    fn seal(&mut self, nand: &mut NandArray, slot: usize) -> Result<(), NandError> {
+        let Some(open) = self.open[slot].take() else {
             return Ok(());
         };
         let page = self.page_bytes;
@@ -327,6 +359,7 @@ impl Space {
     /// Rebuilds the greedy index from the blocks' `indexed` flags (after
     /// loading an image, which does not store it).
     pub fn rebuild_index(&mut self) {
+        self.frontier_of = vec![0; self.meta.len()];
         self.greedy = GreedyIndex::new(self.meta.len() as u32, self.block_bytes);
         for (i, m) in self.meta.iter().enumerate().filter(|(_, m)| m.indexed) {
             self.greedy.insert(i as u32, m.live_bytes, m.data_bytes, m.sealed_seq);
@@ -498,14 +531,14 @@ impl Space {
     /// Checks that state read from an image fits `geometry` and a chunk
     /// table of `records` entries, so that no later access goes out of
     /// bounds. [`Space::check`] then checks the accounting.
-    pub fn check_shape(&self, geometry: &Geometry, records: usize) -> Result<(), String> {
-        let fresh = Space::new(geometry);
+    pub fn check_shape(&self, geometry: &Geometry, frontiers: usize, records: usize) -> Result<(), String> {
+        let fresh = Space::with_frontiers(geometry, frontiers);
         if (self.page_bytes, self.block_bytes, self.blocks_per_die)
             != (fresh.page_bytes, fresh.block_bytes, fresh.blocks_per_die)
             || self.meta.len() != fresh.meta.len()
             || self.free.len() != fresh.free.len()
             || self.open.len() != fresh.open.len()
-            || self.cursor >= self.open.len()
+            || self.cursor >= self.free.len()
         {
             return Err("block space does not match the geometry".into());
         }
@@ -513,8 +546,9 @@ impl Space {
         if self.free.iter().flatten().any(|b| b.0 >= blocks) {
             return Err("a free list names a block beyond the array".into());
         }
-        for (die, o) in self.open.iter().enumerate() {
+        for (slot, o) in self.open.iter().enumerate() {
             let Some(o) = o else { continue };
+            let die = slot % self.free.len();
             if o.block.0 / self.blocks_per_die != die as u32
                 || o.write_point > self.block_bytes
                 || self.meta[o.block.0 as usize].state != BlockState::Open

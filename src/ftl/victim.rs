@@ -1,5 +1,10 @@
 //! GC victim policies: pure functions from a view of the sealed blocks to
 //! the block to clean. They decide; the controller's GC executor acts.
+//! A randomised policy takes its randomness as an argument (`draw`), so the
+//! same view and draw always give the same block.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
 use crate::config::GcPolicy;
 use crate::units::BlockId;
@@ -44,14 +49,40 @@ impl BlockView {
 
 /// Picks the block `policy` would clean, or `None` when no block holds
 /// any reclaimable space. Ties go to the older block, so the choice is
-/// deterministic whatever the view's order.
-pub fn choose(policy: GcPolicy, views: impl IntoIterator<Item = BlockView>) -> Option<BlockId> {
+/// deterministic whatever the view's order. `draw` seeds the sampling of
+/// `d-choices` (the caller derives it from the drive's seed); the other
+/// policies ignore it.
+pub fn choose(policy: GcPolicy, views: impl IntoIterator<Item = BlockView>, draw: u64) -> Option<BlockId> {
     let candidates = views.into_iter().filter(BlockView::reclaimable);
+    let fewest_live = |v: &BlockView| (v.live_bytes, v.sealed_seq);
     let best = match policy {
-        GcPolicy::Greedy => candidates.min_by_key(|v| (v.live_bytes, v.sealed_seq)),
+        GcPolicy::Greedy => candidates.min_by_key(fewest_live),
         GcPolicy::Fifo => candidates.min_by_key(|v| v.sealed_seq),
         GcPolicy::CostBenefit => candidates
             .max_by(|a, b| a.cost_benefit().total_cmp(&b.cost_benefit()).then(b.sealed_seq.cmp(&a.sealed_seq))),
+        GcPolicy::DChoices(d) => {
+            // Sample min(d, n) distinct blocks uniformly (a partial
+            // Fisher-Yates shuffle) and keep the emptiest. The view's order
+            // must not matter: sort by seal order first.
+            let mut all: Vec<BlockView> = candidates.collect();
+            all.sort_unstable_by_key(|v| v.sealed_seq);
+            let mut rng = ChaCha8Rng::seed_from_u64(draw);
+            let picks = (d as usize).min(all.len());
+            for i in 0..picks {
+                let j = rng.gen_range(i..all.len());
+                all.swap(i, j);
+            }
+            all[..picks].iter().copied().min_by_key(fewest_live)
+        }
+        GcPolicy::Windowed(w) => {
+            let mut all: Vec<BlockView> = candidates.collect();
+            let w = (w as usize).min(all.len());
+            if w == 0 {
+                return None;
+            }
+            all.select_nth_unstable_by_key(w - 1, |v| v.sealed_seq);
+            all[..w].iter().copied().min_by_key(fewest_live)
+        }
     };
     best.map(|v| v.block)
 }
@@ -74,37 +105,109 @@ mod tests {
     #[test]
     fn greedy_takes_fewest_live_bytes_then_oldest() {
         let v = [view(0, 50, 1, 0), view(1, 10, 5, 0), view(2, 10, 3, 0), view(3, 90, 0, 0)];
-        assert_eq!(choose(GcPolicy::Greedy, v), Some(BlockId(2)));
+        assert_eq!(choose(GcPolicy::Greedy, v, 0), Some(BlockId(2)));
     }
 
     #[test]
     fn fifo_takes_oldest_reclaimable() {
         let v = [view(0, 100, 0, 9), view(1, 99, 1, 0), view(2, 0, 2, 0)];
-        assert_eq!(choose(GcPolicy::Fifo, v), Some(BlockId(1)), "a full block is skipped");
+        assert_eq!(choose(GcPolicy::Fifo, v, 0), Some(BlockId(1)), "a full block is skipped");
     }
 
     #[test]
     fn cost_benefit_prefers_old_cold_blocks_over_slightly_emptier_young_ones() {
         let v = [view(0, 30, 0, 1000), view(1, 20, 1, 10)];
-        assert_eq!(choose(GcPolicy::CostBenefit, v), Some(BlockId(0)));
-        assert_eq!(choose(GcPolicy::Greedy, v), Some(BlockId(1)));
+        assert_eq!(choose(GcPolicy::CostBenefit, v, 0), Some(BlockId(0)));
+        assert_eq!(choose(GcPolicy::Greedy, v, 0), Some(BlockId(1)));
         let empty = [view(0, 0, 0, 0), view(1, 50, 1, 1_000_000)];
-        assert_eq!(choose(GcPolicy::CostBenefit, empty), Some(BlockId(0)), "an empty block is free to clean");
+        assert_eq!(choose(GcPolicy::CostBenefit, empty, 0), Some(BlockId(0)), "an empty block is free to clean");
     }
 
     #[test]
     fn padding_alone_is_not_reclaimable() {
         let padded = BlockView { data_bytes: 90, ..view(0, 90, 0, 5) };
-        for p in [GcPolicy::Greedy, GcPolicy::Fifo, GcPolicy::CostBenefit] {
-            assert_eq!(choose(p, [padded]), None);
+        for p in ALL {
+            assert_eq!(choose(p, [padded], 0), None);
         }
     }
 
     #[test]
     fn nothing_reclaimable_means_no_victim() {
-        for p in [GcPolicy::Greedy, GcPolicy::Fifo, GcPolicy::CostBenefit] {
-            assert_eq!(choose(p, [view(0, 100, 0, 5)]), None);
-            assert_eq!(choose(p, []), None);
+        for p in ALL {
+            assert_eq!(choose(p, [view(0, 100, 0, 5)], 0), None);
+            assert_eq!(choose(p, [], 0), None);
         }
+    }
+
+    const ALL: [GcPolicy; 7] = [
+        GcPolicy::Greedy,
+        GcPolicy::Fifo,
+        GcPolicy::CostBenefit,
+        GcPolicy::DChoices(1),
+        GcPolicy::DChoices(3),
+        GcPolicy::Windowed(1),
+        GcPolicy::Windowed(4),
+    ];
+
+    /// Ten reclaimable blocks: block i has 9 x (10 - i) live bytes and was
+    /// sealed i-th, so the emptiest is the youngest.
+    fn ten() -> Vec<BlockView> {
+        (0..10).map(|i| view(i, 9 * (10 - i), u64::from(i), 0)).collect()
+    }
+
+    #[test]
+    fn policy_names_round_trip_and_zero_counts_are_refused() {
+        for p in ALL {
+            assert_eq!(p.to_string().parse::<GcPolicy>(), Ok(p));
+            let json = serde_json::to_string(&p).unwrap();
+            assert_eq!(serde_json::from_str::<GcPolicy>(&json).unwrap(), p, "{json}");
+        }
+        assert_eq!(serde_json::to_string(&GcPolicy::Greedy).unwrap(), "\"greedy\"", "old images still load");
+        for bad in ["d-choices:0", "windowed:0", "d-choices:", "windowed:-1", "d-choices:x", "d-choices"] {
+            assert!(bad.parse::<GcPolicy>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn windowed_is_greedy_among_the_oldest() {
+        assert_eq!(choose(GcPolicy::Windowed(1), ten(), 0), Some(BlockId(0)), "a window of one is FIFO");
+        assert_eq!(choose(GcPolicy::Windowed(4), ten(), 0), Some(BlockId(3)));
+        assert_eq!(choose(GcPolicy::Windowed(100), ten(), 0), Some(BlockId(9)), "a window of all is greedy");
+        let mut reversed = ten();
+        reversed.reverse();
+        assert_eq!(choose(GcPolicy::Windowed(4), reversed, 0), Some(BlockId(3)), "the view's order does not matter");
+    }
+
+    #[test]
+    fn d_choices_takes_the_emptiest_of_its_sample() {
+        // d at least the block count samples them all: greedy.
+        for draw in 0..20 {
+            assert_eq!(choose(GcPolicy::DChoices(10), ten(), draw), Some(BlockId(9)));
+            assert_eq!(choose(GcPolicy::DChoices(u32::MAX), ten(), draw), Some(BlockId(9)));
+        }
+        // The same draw gives the same block, whatever the view's order.
+        let mut reversed = ten();
+        reversed.reverse();
+        for draw in 0..50 {
+            assert_eq!(
+                choose(GcPolicy::DChoices(3), ten(), draw),
+                choose(GcPolicy::DChoices(3), reversed.clone(), draw)
+            );
+        }
+        // d = 1 is uniform over the candidates; d = 3 leans to emptier ones.
+        let tally = |d: u32| {
+            let mut hits = [0u32; 10];
+            for draw in 0..5000 {
+                hits[choose(GcPolicy::DChoices(d), ten(), draw).unwrap().0 as usize] += 1;
+            }
+            hits
+        };
+        let random = tally(1);
+        assert!(random.iter().all(|&h| (400..600).contains(&h)), "random selection is uniform: {random:?}");
+        let three = tally(3);
+        // P(block 9 in a sample of 3 of 10) = 3/10; P(block 0 is the
+        // emptiest of the sample) = 0.
+        assert_eq!(three[0], 0, "the fullest block never wins a sample of three");
+        assert!((1350..1650).contains(&three[9]), "the emptiest wins 30% of samples: {three:?}");
     }
 }

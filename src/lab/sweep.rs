@@ -37,7 +37,7 @@ pub struct Grid {
     pub dedupe_pct: Vec<u8>,
     /// Share of requests that TRIM a random mapped unit (percent).
     pub trim_pct: Vec<u8>,
-    /// Workloads (`uniform`, `zipf:THETA`, `sequential`).
+    /// Workloads (`uniform`, `zipf:THETA`, `sequential`, `hotcold:F:R`).
     pub workload: Vec<String>,
 }
 
@@ -75,6 +75,10 @@ pub struct PointResult {
     /// Desnoyers' greedy model at the measured operating point, where it
     /// applies (uniform writes, no TRIM).
     pub model_greedy: Option<f64>,
+    /// The mean-field model of the point's own GC policy, where the
+    /// library has one ([`crate::lab::wa::ModelPoint::policy`]).
+    #[serde(default)]
+    pub model_policy: Option<f64>,
     /// Stored / raw bytes.
     pub compression_ratio: f64,
     /// New chunks / unit writes.
@@ -179,7 +183,8 @@ pub fn run_point(
         point: point.clone(),
         seed: cfg.seed,
         waf: r.waf,
-        model_greedy: r.model.map(|m| m.greedy),
+        model_greedy: r.model.as_ref().map(|m| m.greedy),
+        model_policy: r.model.and_then(|m| m.policy),
         compression_ratio: r.compression_ratio,
         dedup_ratio: r.dedup_ratio,
         erases: r.erases,
@@ -412,6 +417,7 @@ impl SweepRun {
             "seed",
             "waf",
             "model_greedy",
+            "model_policy",
             "compression_ratio",
             "dedup_ratio",
             "erases",
@@ -430,6 +436,7 @@ impl SweepRun {
                 r.seed.to_string(),
                 format!("{:.5}", r.waf),
                 r.model_greedy.map_or(String::new(), |m| format!("{m:.5}")),
+                r.model_policy.map_or(String::new(), |m| format!("{m:.5}")),
                 format!("{:.5}", r.compression_ratio),
                 format!("{:.5}", r.dedup_ratio),
                 r.erases.to_string(),
@@ -439,14 +446,19 @@ impl SweepRun {
         Ok(())
     }
 
-    /// WAF against OP, one curve per combination of the other axes.
+    /// WAF against OP, one curve per combination of the other axes, and
+    /// beside each the model of its GC policy where there is one.
     pub fn chart(&self) -> LineChart {
         let mut series: Vec<Series> = Vec::new();
+        let mut add = |name: String, xy: (f64, f64)| match series.iter_mut().find(|s| s.name == name) {
+            Some(s) => s.points.push(xy),
+            None => series.push(Series { name, points: vec![xy] }),
+        };
         for r in &self.points {
-            let name = self.grid.series_label(&r.point);
-            match series.iter_mut().find(|s| s.name == name) {
-                Some(s) => s.points.push((r.point.op * 100.0, r.waf)),
-                None => series.push(Series { name, points: vec![(r.point.op * 100.0, r.waf)] }),
+            let label = self.grid.series_label(&r.point);
+            add(label.clone(), (r.point.op * 100.0, r.waf));
+            if let Some(m) = r.model_policy {
+                add(format!("{label} (model)"), (r.point.op * 100.0, m));
             }
         }
         for s in &mut series {

@@ -11,7 +11,7 @@
 
 use serde::Serialize;
 
-use crate::config::DriveConfig;
+use crate::config::{DriveConfig, GcPolicy};
 use crate::content::pattern::{unit_seed, DataSpec, PatternGen};
 use crate::content::Content;
 use crate::device::{Drive, Stats};
@@ -103,6 +103,18 @@ pub struct ModelPoint {
     pub greedy: f64,
     /// The LRW/FIFO model: `write_cost` x WA_fifo(alpha).
     pub fifo: f64,
+    /// Random selection: `write_cost` x alpha / (alpha - 1).
+    pub random: f64,
+    /// The mean-field (many-blocks) model of the drive's own GC policy,
+    /// `write_cost` x: greedy's [`analytic::wa_greedy_mean_field`], FIFO's
+    /// [`analytic::wa_fifo`], d-choices' [`analytic::wa_d_choices`]; none
+    /// for cost-benefit and windowed greedy. Hot/cold writes separated
+    /// into two streams under greedy: [`analytic::wa_hot_cold_shared_greedy`].
+    pub policy: Option<f64>,
+    /// Hot/cold writes separated into two streams: the two-pool model
+    /// with the spare split to minimise WA (greedy in each pool), what the
+    /// best split of the space would give.
+    pub hot_cold_optimal: Option<f64>,
 }
 
 /// Result of one study.
@@ -191,6 +203,13 @@ pub fn run_with(
     let slots = (span / spec.request_bytes).max(1);
     let mut access = SlotStream::new(spec.access, slots, unit_seed(seed, 2))?;
     let mut writer = Writer::new(drive.needs_content(), spec.request_bytes);
+    // With streams, a hot/cold workload tells the drive which units are
+    // hot (stream 1), as a host with stream ids would.
+    let separated = cfg.placement.streams >= 2 && access.hot_slots().is_some();
+    if let (true, Some(hot)) = (separated, access.hot_slots()) {
+        let hot_units = hot * spec.request_bytes / u64::from(cfg.unit_bytes);
+        drive.set_stream_hints(vec![(Lpn(0), 1), (Lpn(hot_units), 0)])?;
+    }
 
     // Sequential fill.
     let mut filled = 0;
@@ -239,7 +258,8 @@ pub fn run_with(
     let host_bytes = after.host_write_bytes - before.host_write_bytes;
     let nand_bytes = after.nand_bytes_programmed - before.nand_bytes_programmed;
     let geometry = &cfg.geometry;
-    let model = (matches!(spec.access, Access::Uniform) && spec.trim_pct == 0 && sampler.n > 0).then(|| {
+    let modelled = matches!(spec.access, Access::Uniform) || separated;
+    let model = (modelled && spec.trim_pct == 0 && sampler.n > 0).then(|| {
         let unwritten = sampler.unwritten / sampler.n as f64;
         let live = sampler.live / sampler.n as f64;
         let chunks = sampler.chunks / sampler.n as f64;
@@ -255,6 +275,21 @@ pub fn run_with(
             write_cost,
             greedy: write_cost * analytic::wa_greedy(alpha, np),
             fifo: write_cost * analytic::wa_fifo(alpha),
+            random: write_cost * analytic::wa_random(alpha),
+            policy: match spec.access {
+                Access::HotCold { hot, writes } => (cfg.gc.policy == GcPolicy::Greedy).then(|| {
+                    let pool = |a| analytic::wa_greedy_mean_field(a, np);
+                    write_cost * analytic::wa_hot_cold_shared_greedy(alpha, hot, writes, pool).0
+                }),
+                _ => policy_model(cfg.gc.policy, alpha, np).map(|wa| write_cost * wa),
+            },
+            hot_cold_optimal: match spec.access {
+                Access::HotCold { hot, writes } => {
+                    let pool = |a| analytic::wa_greedy_mean_field(a, np);
+                    Some(write_cost * analytic::wa_hot_cold_optimal(alpha, hot, writes, pool).0)
+                }
+                _ => None,
+            },
         }
     });
     Ok(WaReport {
@@ -275,6 +310,17 @@ pub fn run_with(
         stats: after,
         speed,
     })
+}
+
+/// The mean-field WA of `policy` under uniform writes, where the library
+/// has one.
+pub fn policy_model(policy: GcPolicy, alpha: f64, chunks_per_block: u32) -> Option<f64> {
+    match policy {
+        GcPolicy::Greedy => Some(analytic::wa_greedy_mean_field(alpha, chunks_per_block)),
+        GcPolicy::Fifo => Some(analytic::wa_fifo(alpha)),
+        GcPolicy::DChoices(d) => Some(analytic::wa_d_choices(alpha, chunks_per_block, d)),
+        GcPolicy::CostBenefit | GcPolicy::Windowed(_) => None,
+    }
 }
 
 /// Time averages of the space state over the measured phase.

@@ -76,7 +76,7 @@ pub struct MemberSnapshot {
 pub fn drive_errno(e: &DriveError) -> Errno {
     match e {
         DriveError::OutOfRange { .. } | DriveError::NoSpace(_) | DriveError::ChunkTableFull(_) => Errno::ENOSPC,
-        DriveError::Misaligned { .. } => Errno::EINVAL,
+        DriveError::Misaligned { .. } | DriveError::UnknownStream { .. } => Errno::EINVAL,
         DriveError::NoData { .. } => Errno::EIO,
         DriveError::Internal(_) | DriveError::Corrupt { .. } => Errno::EIO,
     }

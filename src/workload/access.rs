@@ -31,6 +31,27 @@ pub enum Access {
     /// fio's `pareto:h`: rank = (n - 1) x u^(ln h / ln(1 - h)), popular
     /// slots scattered over the drive.
     Pareto(f64),
+    /// `hotcold:F:R`: the first fraction `hot` of the slots receives the
+    /// fraction `writes` of the requests, uniformly inside each part (fio's
+    /// two-zone `zoned:R/F:(1-R)/(1-F)` in percent). Both in (0, 1).
+    HotCold {
+        /// Share of the slots that is hot, from slot 0.
+        hot: f64,
+        /// Share of the requests that goes to the hot slots.
+        writes: f64,
+    },
+}
+
+impl Access {
+    /// `hotcold:F:R` with both fractions checked to lie in (0, 1).
+    pub fn hot_cold(hot: f64, writes: f64) -> Result<Self, String> {
+        for (name, v) in [("hot fraction", hot), ("write fraction", writes)] {
+            if !(v > 0.0 && v < 1.0) {
+                return Err(format!("hotcold {name} {v} must be between 0 and 1 (exclusive)"));
+            }
+        }
+        Ok(Access::HotCold { hot, writes })
+    }
 }
 
 impl FromStr for Access {
@@ -40,9 +61,15 @@ impl FromStr for Access {
             "uniform" => Ok(Access::Uniform),
             "sequential" => Ok(Access::Sequential),
             _ => {
-                let theta = s
-                    .strip_prefix("zipf:")
-                    .ok_or_else(|| format!("unknown workload '{s}' (valid: uniform, zipf:THETA, sequential)"))?;
+                if let Some(rest) = s.strip_prefix("hotcold:") {
+                    let fraction =
+                        |v: &str| v.parse::<f64>().map_err(|_| format!("hotcold fraction '{v}' is not a number"));
+                    let (f, r) = rest.split_once(':').ok_or_else(|| format!("'{s}' is not hotcold:F:R"))?;
+                    return Access::hot_cold(fraction(f)?, fraction(r)?);
+                }
+                let theta = s.strip_prefix("zipf:").ok_or_else(|| {
+                    format!("unknown workload '{s}' (valid: uniform, zipf:THETA, sequential, hotcold:F:R)")
+                })?;
                 let theta: f64 = theta.parse().map_err(|_| format!("zipf exponent '{theta}' is not a number"))?;
                 if !(theta > 0.0 && theta.is_finite()) {
                     return Err(format!("zipf exponent {theta} must be positive"));
@@ -107,6 +134,14 @@ pub enum Distribution {
     Zipf(f64),
     /// Pareto with this power h, in (0, 1).
     Pareto(f64),
+    /// fio's two-zone `zoned:A/R:B/S`: the first `hot` share of the range
+    /// gets the `writes` share of the accesses (see [`Access::HotCold`]).
+    HotCold {
+        /// Share of the range that is hot, from its start.
+        hot: f64,
+        /// Share of the accesses to the hot part.
+        writes: f64,
+    },
 }
 
 impl From<Distribution> for Access {
@@ -115,6 +150,7 @@ impl From<Distribution> for Access {
             Distribution::Random => Access::Uniform,
             Distribution::Zipf(theta) => Access::Zipf(theta),
             Distribution::Pareto(h) => Access::Pareto(h),
+            Distribution::HotCold { hot, writes } => Access::HotCold { hot, writes },
         }
     }
 }
@@ -133,6 +169,12 @@ enum Kind {
     Zipf(Zipf<f64>),
     Sequential(u64),
     Pareto(f64),
+    /// Hot slots `0..hot`, cold ones `hot..slots`; the hot share of draws
+    /// as a threshold on a uniform u64.
+    HotCold {
+        hot: u64,
+        threshold: u64,
+    },
 }
 
 /// Mersenne prime 2^61 - 1: multiplying by it permutes `0..n` for any
@@ -161,6 +203,14 @@ impl SlotStream {
                 }
                 Kind::Pareto(h.ln() / (1.0 - h).ln())
             }
+            Access::HotCold { hot, writes } => {
+                Access::hot_cold(hot, writes).map_err(bad)?;
+                if slots < 2 {
+                    return Err(bad("hotcold needs at least two request slots".into()));
+                }
+                let hot = ((slots as f64 * hot).round() as u64).clamp(1, slots - 1);
+                Kind::HotCold { hot, threshold: (writes * u64::MAX as f64) as u64 }
+            }
         };
         Ok(SlotStream { slots, rng: ChaCha8Rng::seed_from_u64(seed), kind })
     }
@@ -183,6 +233,21 @@ impl SlotStream {
                 let rank = ((self.slots - 1) as f64 * u.powf(*pow)) as u64;
                 scatter(rank.min(self.slots - 1), self.slots)
             }
+            Kind::HotCold { hot, threshold } => {
+                if self.rng.gen::<u64>() < *threshold {
+                    self.rng.gen_range(0..*hot)
+                } else {
+                    self.rng.gen_range(*hot..self.slots)
+                }
+            }
+        }
+    }
+
+    /// The hot slots of a hot/cold stream (`0..n`), `None` for others.
+    pub fn hot_slots(&self) -> Option<u64> {
+        match self.kind {
+            Kind::HotCold { hot, .. } => Some(hot),
+            _ => None,
         }
     }
 
@@ -208,11 +273,36 @@ mod tests {
         assert!("zipf:-1".parse::<Access>().is_err());
         assert!("zipf:x".parse::<Access>().is_err());
         assert!("random".parse::<Access>().is_err());
+        assert_eq!("hotcold:0.2:0.8".parse::<Access>(), Ok(Access::HotCold { hot: 0.2, writes: 0.8 }));
+        for bad in
+            ["hotcold:1.5:0.8", "hotcold:0.2:1", "hotcold:0:0.5", "hotcold:0.2", "hotcold:a:b", "hotcold:NaN:0.5"]
+        {
+            assert!(bad.parse::<Access>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn hot_cold_sends_its_share_of_writes_to_the_hot_slots() {
+        let mut s = SlotStream::new(Access::HotCold { hot: 0.1, writes: 0.9 }, 1000, 3).unwrap();
+        let (mut hot, mut seen) = (0u32, vec![false; 1000]);
+        for _ in 0..100_000 {
+            let slot = s.next_slot() as usize;
+            seen[slot] = true;
+            hot += u32::from(slot < 100);
+        }
+        assert!((89_000..91_000).contains(&hot), "90% of writes are hot: {hot}");
+        assert!(seen.iter().all(|&x| x), "every slot is written, hot or cold");
     }
 
     #[test]
     fn streams_are_deterministic_and_in_range() {
-        for access in [Access::Uniform, Access::Zipf(1.1), Access::Sequential, Access::Pareto(0.2)] {
+        for access in [
+            Access::Uniform,
+            Access::Zipf(1.1),
+            Access::Sequential,
+            Access::Pareto(0.2),
+            Access::HotCold { hot: 0.2, writes: 0.8 },
+        ] {
             let a: Vec<u64> = {
                 let mut s = SlotStream::new(access, 1000, 7).unwrap();
                 (0..500).map(|_| s.next_slot()).collect()

@@ -521,6 +521,7 @@ fn parse_distribution(s: &str) -> Result<Distribution, String> {
         p.parse::<f64>().ok().filter(|f| f.is_finite()).ok_or_else(|| format!("'{p}' is not a finite number"))
     };
     match kind {
+        "zoned" => parse_zoned(param.unwrap_or("")),
         "random" if param.is_none() => Ok(Distribution::Random),
         "random" => Err("'random' takes no parameter".to_string()),
         "zipf" => match param.map(float).transpose()?.unwrap_or(1.1) {
@@ -531,9 +532,33 @@ fn parse_distribution(s: &str) -> Result<Distribution, String> {
             h if h > 0.0 && h < 1.0 => Ok(Distribution::Pareto(h)),
             _ => Err("pareto h must be between 0 and 1 (exclusive)".to_string()),
         },
-        k if matches!(k, "normal" | "gauss") || k.starts_with("zoned") => {
-            Err(format!("distribution '{k}' is not supported (supported: random, zipf[:theta], pareto[:h])"))
-        }
-        _ => Err("unknown distribution (supported: random, zipf[:theta], pareto[:h])".to_string()),
+        k if matches!(k, "normal" | "gauss") || k.starts_with("zoned") => Err(format!(
+            "distribution '{k}' is not supported (supported: random, zipf[:theta], pareto[:h], zoned:A/R:B/S)"
+        )),
+        _ => Err("unknown distribution (supported: random, zipf[:theta], pareto[:h], zoned:A/R:B/S)".to_string()),
     }
+}
+
+/// fio's `zoned:A/R:B/S` (percent of accesses / percent of the range, zones
+/// in order from the start; an empty last range is the rest), two zones:
+/// the hot/cold workload.
+fn parse_zoned(zones: &str) -> Result<Distribution, String> {
+    let pct = |v: &str| v.parse::<f64>().ok().filter(|p| (0.0..=100.0).contains(p));
+    let parsed: Option<Vec<(f64, Option<f64>)>> = zones
+        .split(':')
+        .map(|z| {
+            let (a, r) = z.split_once('/')?;
+            Some((pct(a)?, if r.is_empty() { None } else { Some(pct(r)?) }))
+        })
+        .collect();
+    let Some(&[(hot_io, Some(hot_range)), (cold_io, cold_range)]) = parsed.as_deref() else {
+        return Err(format!("zoned '{zones}' must be two zones, access%/range%:access%/range%"));
+    };
+    let cold_range = cold_range.unwrap_or(100.0 - hot_range);
+    if (hot_io + cold_io - 100.0).abs() > 1e-9 || (hot_range + cold_range - 100.0).abs() > 1e-9 {
+        return Err(format!("zoned '{zones}': the accesses and the ranges must each add up to 100"));
+    }
+    let (hot, writes) = (hot_range / 100.0, hot_io / 100.0);
+    crate::workload::access::Access::hot_cold(hot, writes)?;
+    Ok(Distribution::HotCold { hot, writes })
 }

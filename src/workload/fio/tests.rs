@@ -283,7 +283,7 @@ fn bad_values_carry_key_and_line() {
         ("[j]\nnumjobs=4\n", "numjobs", 2, "numjobs=1"),
         ("[j]\nrandom_distribution=normal\n", "random_distribution", 2, "not supported"),
         ("[j]\nrandom_distribution=gauss:5\n", "random_distribution", 2, "not supported"),
-        ("[j]\nrandom_distribution=zoned:60/10:40/90\n", "random_distribution", 2, "not supported"),
+        ("[j]\nrandom_distribution=zoned:50/5:30/15:20/\n", "random_distribution", 2, "two zones"),
         ("[j]\nrandom_distribution=zipf:1\n", "random_distribution", 2, "theta"),
         ("[j]\nrandom_distribution=zipf:1.2:0.25\n", "random_distribution", 2, "centre"),
         ("[j]\nrandom_distribution=pareto:1.5\n", "random_distribution", 2, "pareto"),
@@ -441,5 +441,17 @@ fn random_input_never_panics() {
                 }
             }
         }
+    }
+}
+
+#[test]
+fn zoned_distribution_is_the_two_zone_hot_cold_workload() {
+    let j = job("[a]\nrw=randwrite\nrandom_distribution=zoned:80/20:20/80\n");
+    assert_eq!(j.distribution, Distribution::HotCold { hot: 0.2, writes: 0.8 });
+    let j = job("[a]\nrw=randwrite\nrandom_distribution=zoned:90/10:10/\n");
+    assert_eq!(j.distribution, Distribution::HotCold { hot: 0.1, writes: 0.9 });
+    for bad in ["zoned:80/20:30/80", "zoned:80/20", "zoned:50/5:30/15:20/", "zoned:100/20:0/80", "zoned:x/20:20/80"] {
+        let e = err(&format!("[a]\nrw=randwrite\nrandom_distribution={bad}\n")).to_string();
+        assert!(e.contains("random_distribution"), "{bad}: {e}");
     }
 }

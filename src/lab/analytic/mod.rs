@@ -1,5 +1,7 @@
-//! Analytic write-amplification (WA) models for uniform random single-page
-//! (4 KiB) overwrites, used as reference values to validate the simulator.
+//! Analytic write-amplification (WA) models for random single-page (4 KiB)
+//! overwrites, used as reference values to validate the simulator: FIFO /
+//! LRW and greedy here, random and d-choices selection (`choices`), and
+//! hot/cold writes with perfect separation (`hotcold`).
 //!
 //! This module owns pure, allocation-free closed forms only; it knows nothing
 //! about the FTL itself.
@@ -20,6 +22,12 @@
 //! at OP 10 %, each block miscounted shifts the expected WA by about 0.9 %.
 
 use std::f64::consts::E;
+
+mod choices;
+mod hotcold;
+
+pub use choices::{wa_d_choices, wa_random};
+pub use hotcold::{wa_hot_cold_optimal, wa_hot_cold_shared_greedy};
 
 /// Principal branch `W0(x)` of the Lambert W function (`w * e^w = x`,
 /// `w >= -1`), by Halley iteration; `None` for `x < -1/e` or NaN.

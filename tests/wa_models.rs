@@ -1,0 +1,218 @@
+//! GC victim policies against their analytic models, and the orderings the
+//! literature reports, coming out of the runs: random selection worst,
+//! d-choices falling toward greedy as D grows, FIFO close to greedy under
+//! uniform writes and clearly worse under hot/cold writes. Content-free
+//! (metadata-only, incompressible, no dedup) so it runs in seconds.
+
+use std::process::Command;
+
+use duraflash::content::pattern::DataSpec;
+use duraflash::lab::wa::{run, WaReport, WaSpec};
+use duraflash::workload::access::Access;
+use duraflash::{Drive, DriveConfig, GcPolicy, Media};
+
+/// sf2281 geometry at 128 MiB with 16-page (32-chunk) blocks: over 1000
+/// blocks at every OP used here.
+fn config(op: f64, policy: GcPolicy) -> DriveConfig {
+    let mut cfg = DriveConfig::preset("sf2281-240g").unwrap().scaled(128 << 20).unwrap();
+    cfg.geometry.pages_per_block = 16;
+    cfg.compression = false;
+    cfg.dedup = false;
+    cfg.media = Media::MetadataOnly;
+    cfg.gc.policy = policy;
+    cfg.with_op(op).unwrap()
+}
+
+fn study(op: f64, policy: GcPolicy, access: Access) -> WaReport {
+    let cfg = config(op, policy);
+    assert!(cfg.geometry.total_blocks() >= 1000, "{} blocks", cfg.geometry.total_blocks());
+    let mut drive = Drive::new(cfg).unwrap();
+    let spec = WaSpec {
+        access,
+        request_bytes: 4096,
+        data: DataSpec::incompressible(),
+        trim_pct: 0,
+        span: 1.0,
+        precondition: 2.0,
+        measure: 1.0,
+    };
+    let report = run(&mut drive, &spec, 5, &mut |_, _| {}).unwrap();
+    drive.check_invariants().unwrap();
+    report
+}
+
+/// Measured WAF within 3 % of the policy's mean-field model, at OP 7 %
+/// and 28 %.
+fn matches_model(policy: GcPolicy) {
+    for op in [0.07, 0.28] {
+        let r = study(op, policy, Access::Uniform);
+        let model = r.model.as_ref().and_then(|m| m.policy).expect("uniform writes have a model");
+        let err = r.waf / model - 1.0;
+        assert!(err.abs() < 0.03, "{policy} OP {op}: measured {:.3} vs model {model:.3} ({:+.1}%)", r.waf, err * 100.0);
+    }
+}
+
+#[test]
+fn fifo_matches_its_model() {
+    matches_model(GcPolicy::Fifo);
+}
+
+#[test]
+fn random_selection_matches_its_model() {
+    matches_model(GcPolicy::DChoices(1));
+}
+
+#[test]
+fn two_choices_match_their_model() {
+    matches_model(GcPolicy::DChoices(2));
+}
+
+#[test]
+fn ten_choices_match_their_model() {
+    matches_model(GcPolicy::DChoices(10));
+}
+
+#[test]
+fn greedy_matches_its_model() {
+    matches_model(GcPolicy::Greedy);
+}
+
+#[test]
+fn the_literature_orderings_come_out_of_the_runs() {
+    let waf = |policy, access| study(0.15, policy, access).waf;
+    let uniform = Access::Uniform;
+    let (random, two, ten) = (
+        waf(GcPolicy::DChoices(1), uniform),
+        waf(GcPolicy::DChoices(2), uniform),
+        waf(GcPolicy::DChoices(10), uniform),
+    );
+    let (fifo, greedy) = (waf(GcPolicy::Fifo, uniform), waf(GcPolicy::Greedy, uniform));
+    assert!(random > fifo && random > two, "random selection is worst: {random} vs fifo {fifo}, d=2 {two}");
+    assert!(random > two && two > ten && ten > greedy, "d-choices falls toward greedy: {random} {two} {ten} {greedy}");
+    assert!(ten < 1.05 * greedy, "ten choices are within 5% of greedy: {ten} vs {greedy}");
+    assert!(fifo < 1.10 * greedy && fifo > greedy, "FIFO is close to greedy under uniform writes: {fifo} vs {greedy}");
+    // Skew widens the gap: greedy finds the hot blocks' dead space, FIFO
+    // cleans cold blocks as often as hot ones.
+    let gap = |access| waf(GcPolicy::Fifo, access) / waf(GcPolicy::Greedy, access);
+    let (mild, strong) =
+        (gap(Access::HotCold { hot: 0.2, writes: 0.8 }), gap(Access::HotCold { hot: 0.1, writes: 0.9 }));
+    let even = fifo / greedy;
+    assert!(strong > mild && mild > even + 0.02, "FIFO/greedy: uniform {even:.3}, 20/80 {mild:.3}, 10/90 {strong:.3}");
+}
+
+#[test]
+fn windowed_greedy_spans_fifo_to_greedy() {
+    let access = Access::HotCold { hot: 0.2, writes: 0.8 };
+    let run = |policy| study(0.15, policy, access);
+    let same = |a: &WaReport, b: &WaReport| (a.nand_bytes, a.erases) == (b.nand_bytes, b.erases);
+    assert!(same(&run(GcPolicy::Windowed(1)), &run(GcPolicy::Fifo)), "a window of one is FIFO");
+    assert!(same(&run(GcPolicy::Windowed(100_000)), &run(GcPolicy::Greedy)), "a window of every block is greedy");
+    let waf: Vec<f64> = [2, 8, 64, 100_000].map(|w| run(GcPolicy::Windowed(w)).waf).to_vec();
+    assert!(waf.windows(2).all(|p| p[0] > p[1]), "a wider window cleans emptier blocks: {waf:?}");
+}
+
+#[test]
+fn same_seed_same_choices() {
+    let a = study(0.15, GcPolicy::DChoices(2), Access::HotCold { hot: 0.2, writes: 0.8 });
+    let b = study(0.15, GcPolicy::DChoices(2), Access::HotCold { hot: 0.2, writes: 0.8 });
+    assert_eq!((a.nand_bytes, a.erases), (b.nand_bytes, b.erases));
+}
+
+#[test]
+fn nonsense_policies_and_workloads_exit_2_naming_the_flag() {
+    let cases: [(&[&str], &str); 6] = [
+        (&["wa", "--gc", "d-choices:0"], "--gc"),
+        (&["wa", "--gc", "windowed:0"], "--gc"),
+        (&["wa", "--gc", "d-choices:two"], "--gc"),
+        (&["wa", "--workload", "hotcold:1.5:0.8"], "--workload"),
+        (&["sweep", "--gc", "greedy,d-choices:0"], "--gc"),
+        (&["sweep", "--workload", "uniform,hotcold:0.2:1.2"], "--workload"),
+    ];
+    for (args, flag) in cases {
+        let out = Command::new(env!("CARGO_BIN_EXE_duraflash")).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(flag), "{args:?}: '{err}' does not name {flag}");
+    }
+}
+
+/// `study` with `streams` hinted write streams and maybe a GC frontier.
+fn placed(op: f64, policy: GcPolicy, access: Access, streams: u8, gc_frontier: bool) -> WaReport {
+    let mut cfg = DriveConfig::preset("sf2281-240g").unwrap().scaled(128 << 20).unwrap();
+    cfg.geometry.pages_per_block = 16;
+    cfg.compression = false;
+    cfg.dedup = false;
+    cfg.media = Media::MetadataOnly;
+    cfg.gc.policy = policy;
+    cfg.placement.streams = streams;
+    cfg.placement.gc_frontier = gc_frontier;
+    let cfg = cfg.with_op(op).unwrap();
+    let mut drive = Drive::new(cfg).unwrap();
+    let spec = WaSpec {
+        access,
+        request_bytes: 4096,
+        data: DataSpec::incompressible(),
+        trim_pct: 0,
+        span: 1.0,
+        precondition: 2.0,
+        measure: 1.0,
+    };
+    let report = run(&mut drive, &spec, 5, &mut |_, _| {}).unwrap();
+    drive.check_invariants().unwrap();
+    report
+}
+
+#[test]
+fn separating_hot_from_cold_lowers_waf_between_the_two_pool_models() {
+    for (hot, writes) in [(0.2, 0.8), (0.1, 0.9)] {
+        let access = Access::HotCold { hot, writes };
+        let mixed = placed(0.15, GcPolicy::Greedy, access, 1, false);
+        let split = placed(0.15, GcPolicy::Greedy, access, 2, false);
+        assert!(mixed.model.is_none(), "no model for mixed hot and cold data");
+        let m = split.model.as_ref().expect("separated hot/cold has a model");
+        let (shared, optimal) = (m.policy.unwrap(), m.hot_cold_optimal.unwrap());
+        assert!(split.waf < 0.9 * mixed.waf, "{hot}/{writes}: separated {} vs mixed {}", split.waf, mixed.waf);
+        // Greedy over both pools cannot beat the best split of the space,
+        // and does at least as well as giving each pool the drive's alpha.
+        assert!(
+            optimal < split.waf && split.waf < shared * 1.01,
+            "{hot}/{writes}: {optimal} < {} < {shared}",
+            split.waf
+        );
+    }
+}
+
+#[test]
+fn a_gc_frontier_keeps_uniform_writes_on_their_model() {
+    for policy in [GcPolicy::Greedy, GcPolicy::DChoices(2)] {
+        let r = placed(0.15, policy, Access::Uniform, 1, true);
+        let model = r.model.as_ref().and_then(|m| m.policy).unwrap();
+        assert!((r.waf / model - 1.0).abs() < 0.03, "{policy} with a GC frontier: {} vs {model}", r.waf);
+    }
+}
+
+#[test]
+fn a_gc_frontier_lowers_waf_under_skew() {
+    let access = Access::HotCold { hot: 0.1, writes: 0.9 };
+    let shared = placed(0.15, GcPolicy::Greedy, access, 1, false);
+    let double = placed(0.15, GcPolicy::Greedy, access, 1, true);
+    // Relocated data has survived a cleaning: colder than host writes, and
+    // kept apart from them it is cleaned less often.
+    assert!(double.waf < 0.95 * shared.waf, "double log {} vs shared {}", double.waf, shared.waf);
+}
+
+#[test]
+fn placement_flags_refuse_nonsense() {
+    for (args, flag) in [(&["wa", "--streams", "0"][..], "--streams"), (&["wa", "--streams", "9"][..], "--streams")] {
+        let out = Command::new(env!("CARGO_BIN_EXE_duraflash")).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(flag) && err.trim_end().lines().count() == 1, "{args:?}: {err}");
+    }
+    let mut cfg = config(0.15, GcPolicy::Greedy);
+    cfg.placement.streams = 2;
+    let mut drive = Drive::new(cfg).unwrap();
+    let e = drive.set_stream_hints(vec![(duraflash::Lpn(0), 2)]).unwrap_err();
+    assert!(e.to_string().contains("stream 2"), "{e}");
+}
