@@ -24,7 +24,6 @@ const KNOWN_DISAGREEMENTS: &[(&str, &str)] = &[
     ("atto", "sf-3.x: ATTO read tortured / clean"),
     ("atto", "sf-5.0.2: ATTO read tortured / clean"),
     ("atto", "sf-5.0.3: ATTO read tortured / clean"),
-    ("raid", "array / one member: 4 KiB random read QD 32"),
     ("optimizer", "used / clean"),
 ];
 
