@@ -14,9 +14,15 @@ use std::process::{Command, Output};
 
 use duraflash::lab::report::{fmt_ours, Kind, Report, Verdict};
 
-/// Predicted rows that disagree with the reviews today, by part and
-/// quantity: each is an open problem of the model (issue 20), never a
-/// loosened criterion. Remove a row when its mechanism is fixed.
+/// Predicted rows that disagree with the reviews today at the tiny scale,
+/// by part and quantity: each is an open problem of the model (issue 20),
+/// never a loosened criterion. Remove a row when its mechanism is fixed.
+///
+/// The two incompressible write-after-TRIM rows agree from 1 GiB up
+/// (quick: 0.949, 4 GiB: 0.882 of clean): SandForce leaves trimmed blocks
+/// unerased, and the write sweep pays that erase debt; but the GC reserve
+/// is a fixed number of blocks, and on the 256 MiB tiny model idle GC up to
+/// its watermark erases a large share of the drive (0.997).
 const KNOWN_DISAGREEMENTS: &[(&str, &str)] = &[
     ("torture", "sf-3.x incompressible: write after TRIM / clean"),
     ("torture", "sf-5.0.3 incompressible: write after TRIM / clean"),
