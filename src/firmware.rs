@@ -59,6 +59,21 @@ pub struct Firmware {
     pub incomplete_trim: bool,
     /// DuraWrite life-curve throttling.
     pub life_curve: Option<LifeCurve>,
+    /// Idle time erases blocks left with no live data (overwritten or
+    /// trimmed away) past the GC watermark, ahead of need. SandForce
+    /// firmware does not: a trimmed block waits for GC to reach it and is
+    /// erased when a write needs it, so after TRIM a drive tortured with
+    /// incompressible data (every block full of dead data) pays that erase
+    /// debt in its next writes, and TRIM never fully restores its write
+    /// speed (Vättö, AnandTech, 22 November 2012, on every SandForce
+    /// firmware). The Samsung 830s of the RAID-0 piece (AnandTech 2012)
+    /// write at clean speed straight after the format's TRIM.
+    #[serde(default = "erases_ahead")]
+    pub idle_erase: bool,
+}
+
+fn erases_ahead() -> bool {
+    true
 }
 
 /// SandForce's life curve: 3 years of rated life, a burst of 4 full-array
@@ -75,6 +90,7 @@ impl Firmware {
             read_degradation: true,
             incomplete_trim,
             life_curve: Some(sandforce_life_curve()),
+            idle_erase: false,
         };
         match name {
             "sf-3.x" | "sf-5.0.3" => Ok(sandforce(false)),
@@ -84,6 +100,7 @@ impl Firmware {
                 read_degradation: false,
                 incomplete_trim: false,
                 life_curve: None,
+                idle_erase: true,
             }),
             other => Err(ConfigError::UnknownFirmware { name: other.to_string(), valid: &PROFILES }),
         }

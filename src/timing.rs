@@ -2,10 +2,16 @@
 //! the compression engine, the firmware core and the host link.
 //!
 //! No wall clock anywhere: every completion time is computed from
-//! [`TimingParams`] and the order in which work reaches each resource
-//! (`start = max(ready, busy_until); busy_until = start + cost`). The
-//! controller reports the NAND operations a command caused; this module
-//! turns them into time.
+//! [`TimingParams`] and when work is ready for each resource. Work is
+//! served in time order, not in the order it is booked: a resource keeps
+//! the idle gaps left before work booked earlier but ready later, and work
+//! ready inside such a gap runs there (`start` = the earliest idle stretch
+//! at or after `ready` that is long enough). Commands of a queue are
+//! booked one after another, each with its own dependent steps (a map-page
+//! read, then the data page); without the gaps, a data page booked far in
+//! the future would hold up the next command's map read on an idle
+//! channel. The controller reports the NAND operations a command caused;
+//! this module turns them into time.
 
 use serde::{Deserialize, Serialize};
 
@@ -142,12 +148,68 @@ pub enum Work {
     Background,
 }
 
-/// A die's or channel's clocks: when its host work ends, and when all its
-/// work ends.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+/// Idle gaps a lane remembers; older ones are forgotten (treated as busy).
+const MAX_GAPS: usize = 64;
+
+/// One resource's time: when the work booked on it ends, and the idle gaps
+/// before that which work ready earlier may still fill. The gaps are
+/// derived state, not saved in images (a loaded drive starts without).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Lane {
+    end: SimTime,
+    /// Idle stretches `(from, to)` before `end`, oldest first, disjoint.
+    #[serde(skip)]
+    gaps: Vec<(SimTime, SimTime)>,
+}
+
+impl Lane {
+    /// Books `cost` at the earliest idle stretch that starts at or after
+    /// `ready` and is long enough. Returns its start.
+    fn book(&mut self, ready: SimTime, cost: u64) -> SimTime {
+        if ready < self.end {
+            if let Some(i) = self.gaps.iter().position(|&(from, to)| ready.max(from) + cost <= to) {
+                let (from, to) = self.gaps[i];
+                let start = ready.max(from);
+                let end = start + cost;
+                match (start > from, end < to) {
+                    (true, true) => {
+                        self.gaps[i] = (from, start);
+                        self.gaps.insert(i + 1, (end, to));
+                    }
+                    (true, false) => self.gaps[i] = (from, start),
+                    (false, true) => self.gaps[i] = (end, to),
+                    (false, false) => {
+                        self.gaps.remove(i);
+                    }
+                }
+                self.forget();
+                return start;
+            }
+            let start = self.end;
+            self.end = start + cost;
+            return start;
+        }
+        if ready > self.end {
+            self.gaps.push((self.end, ready));
+            self.forget();
+        }
+        self.end = ready + cost;
+        ready
+    }
+
+    fn forget(&mut self) {
+        if self.gaps.len() > MAX_GAPS {
+            self.gaps.remove(0);
+        }
+    }
+}
+
+/// A die's or channel's clocks: its host work (with the gaps in it), and
+/// when all its work ends.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 struct DieClock {
-    host: SimTime,
-    /// Invariant: all >= host.
+    host: Lane,
+    /// Invariant: all >= host.end.
     all: SimTime,
 }
 
@@ -158,9 +220,9 @@ pub struct Timeline {
     page_bytes: u64,
     dies: Vec<DieClock>,
     channels: Vec<DieClock>,
-    engine: SimTime,
-    firmware: SimTime,
-    link: SimTime,
+    engine: Lane,
+    firmware: Lane,
+    link: Lane,
     throttle: SimTime,
     /// Channel transfer times (derived, not saved).
     #[serde(skip)]
@@ -175,9 +237,9 @@ impl Timeline {
             page_bytes: u64::from(page_bytes),
             dies: vec![DieClock::default(); dies as usize],
             channels: vec![DieClock::default(); channels as usize],
-            engine: SimTime::ZERO,
-            firmware: SimTime::ZERO,
-            link: SimTime::ZERO,
+            engine: Lane::default(),
+            firmware: Lane::default(),
+            link: Lane::default(),
             throttle: SimTime::ZERO,
             channel_xfer: TransferMemo::default(),
         }
@@ -229,10 +291,21 @@ impl Timeline {
                 d.all
             }
             Work::Host => {
-                let start = ready.max(d.host).max(SimTime(d.all.0.saturating_sub(lag)));
+                let host_end = d.host.end;
+                // Host work waits only for a background backlog deeper than `lag`.
+                let floor = if d.all > host_end { SimTime(d.all.0.saturating_sub(lag)) } else { SimTime::ZERO };
+                let start = d.host.book(ready.max(floor), cost);
                 let end = start + cost;
-                d.host = end;
-                d.all = if d.all > start { d.all + cost } else { end };
+                // Queued background work is pushed back by host work that
+                // jumps it; work in a gap of host work leaves `all` alone
+                // when nothing waits behind the host work.
+                d.all = if start >= d.all {
+                    end
+                } else if d.all > host_end {
+                    d.all + cost
+                } else {
+                    d.all.max(d.host.end)
+                };
                 end
             }
         }
@@ -265,10 +338,10 @@ impl Timeline {
     /// free. Returns the acceptance time.
     pub fn page_program(&mut self, die: u32, ready: SimTime, work: Work) -> SimTime {
         let backlog = u64::from(self.params.program_queue) * self.params.program_ns;
-        let d = self.dies[die as usize];
+        let d = &self.dies[die as usize];
         let queue_end = match work {
             Work::Background => d.all,
-            Work::Host => d.host.max(SimTime(d.all.0.saturating_sub(self.params.gc_lag_ns))),
+            Work::Host => d.host.end.max(SimTime(d.all.0.saturating_sub(self.params.gc_lag_ns))),
         };
         let accepted = ready.max(SimTime(queue_end.0.saturating_sub(backlog)));
         let on_bus = self.on_channel(die, accepted, self.page_bytes, work);
@@ -284,20 +357,20 @@ impl Timeline {
     /// Compression or decompression of `bytes` raw bytes.
     pub fn engine(&mut self, bytes: u64, ready: SimTime) -> SimTime {
         let cost = transfer_ns(bytes, self.params.engine_bytes_per_sec);
-        Self::occupy(&mut self.engine, ready, cost)
+        self.engine.book(ready, cost) + cost
     }
 
     /// Firmware time `ns` on the controller core from `ready` (per-piece
     /// work inside a command). Returns when it is done.
     pub fn firmware_work(&mut self, ready: SimTime, ns: u64) -> SimTime {
-        Self::occupy(&mut self.firmware, ready, ns)
+        self.firmware.book(ready, ns) + ns
     }
 
     /// Firmware handling of one command arriving at `ready`, plus `extra`
     /// serialized firmware time (TRIM ranges). Media work may start then.
     pub fn firmware(&mut self, ready: SimTime, extra: u64) -> SimTime {
         let cost = self.params.command_service_ns + extra;
-        Self::occupy(&mut self.firmware, ready, cost)
+        self.firmware.book(ready, cost) + cost
     }
 
     /// The earliest time data of a command issued at `submitted` may cross
@@ -314,7 +387,7 @@ impl Timeline {
     /// `bytes` of payload over the host link.
     pub fn link(&mut self, bytes: u64, ready: SimTime) -> SimTime {
         let cost = transfer_ns(bytes, self.params.host_link.bytes_per_sec());
-        Self::occupy(&mut self.link, ready, cost)
+        self.link.book(ready, cost) + cost
     }
 
     /// When `die` has finished all the work booked on it.
@@ -372,6 +445,24 @@ mod tests {
         let c = t.page_read(0, SimTime::ZERO, Work::Host);
         let d = t.page_read(1, SimTime::ZERO, Work::Host);
         assert_eq!(c, d, "different dies on different channels overlap fully");
+    }
+
+    #[test]
+    fn work_ready_earlier_runs_in_the_gap_before_work_booked_earlier() {
+        let mut t = Timeline::new(params(), 4096, 1, 2);
+        let xfer = transfer_ns(4096, params().channel_bytes_per_sec);
+        // Booked first, ready late: die 0's page crosses the channel at 1 ms.
+        let late = t.page_read(0, SimTime(1_000_000), Work::Host);
+        // Booked second, ready at once on die 1: it uses the idle channel.
+        let early = t.page_read(1, SimTime::ZERO, Work::Host);
+        assert_eq!(early.0, params().read_ns + xfer, "served when its resources are free");
+        assert_eq!(late.0, 1_000_000 + params().read_ns + xfer, "the earlier booking keeps its time");
+        // A transfer longer than any gap left waits for the end.
+        let mut lane = Lane::default();
+        assert_eq!(lane.book(SimTime(100), 10), SimTime(100));
+        assert_eq!(lane.book(SimTime(0), 200), SimTime(110));
+        assert_eq!(lane.book(SimTime(0), 50), SimTime(0), "the gap before 100 fits 50");
+        assert_eq!(lane.book(SimTime(0), 60), SimTime(310), "no gap fits 60 more");
     }
 
     #[test]

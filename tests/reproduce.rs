@@ -1,12 +1,37 @@
 //! `duraflash reproduce` at the tiny scale: the report builds, the HTML
 //! parses, every image it references exists, every table row has our
-//! number beside a reference, and results.json holds the numbers the HTML
-//! shows. A part that fails is reported and the others still run.
+//! number beside a reference, a criterion and a verdict, and results.json
+//! holds what the HTML shows. Every predicted row agrees but the named
+//! known disagreements, and each of those still disagrees (the list only
+//! shrinks). A part that fails is reported and the others still run.
+//!
+//! The tiny scale gives the quick scale's verdicts on every row (checked
+//! when the list was made: `reproduce --scale quick` and `--scale tiny`
+//! disagree on the same rows) in a fraction of its time.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use duraflash::lab::report::{fmt_ours, Report};
+use duraflash::lab::report::{fmt_ours, Kind, Report, Verdict};
+
+/// Predicted rows that disagree with the reviews today at the tiny scale,
+/// by part and quantity: each is an open problem of the model (issue 20),
+/// never a loosened criterion. Remove a row when its mechanism is fixed.
+///
+/// The two incompressible write-after-TRIM rows agree from 1 GiB up
+/// (quick: 0.949, 4 GiB: 0.882 of clean): SandForce leaves trimmed blocks
+/// unerased, and the write sweep pays that erase debt; but the GC reserve
+/// is a fixed number of blocks, and on the 256 MiB tiny model idle GC up to
+/// its watermark erases a large share of the drive (0.997).
+const KNOWN_DISAGREEMENTS: &[(&str, &str)] = &[
+    ("torture", "sf-3.x incompressible: write after TRIM / clean"),
+    ("torture", "sf-5.0.3 incompressible: write after TRIM / clean"),
+    ("torture", "sf-5.0.2: read after TRIM, incompressible / compressible"),
+    ("atto", "sf-3.x: ATTO read tortured / clean"),
+    ("atto", "sf-5.0.2: ATTO read tortured / clean"),
+    ("atto", "sf-5.0.3: ATTO read tortured / clean"),
+    ("optimizer", "used / clean"),
+];
 
 fn duraflash(args: &[&str], corpora: Option<&Path>) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_duraflash"));
@@ -23,7 +48,8 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// The cells of every row of every results table, by section id.
+/// The cells of every row of each section's results table (not its tables
+/// of measurements), by section id.
 fn html_tables(html: &str) -> Vec<(String, Vec<Vec<String>>)> {
     let dom = tl::parse(html, tl::ParserOptions::default()).expect("the HTML parses");
     let parser = dom.parser();
@@ -32,7 +58,14 @@ fn html_tables(html: &str) -> Vec<(String, Vec<Vec<String>>)> {
         let tag = section.as_tag().expect("a tag");
         let id = tag.attributes().get("id").flatten().map(|v| v.as_utf8_str().to_string()).unwrap_or_default();
         let mut rows = Vec::new();
-        for tr in tag.query_selector(parser, "tr").expect("selector").filter_map(|h| h.get(parser)) {
+        let results = tag
+            .query_selector(parser, "table")
+            .expect("selector")
+            .filter_map(|h| h.get(parser))
+            .filter_map(|t| t.as_tag())
+            .find(|t| t.attributes().get("class").flatten().is_some_and(|c| c.as_utf8_str() == "results"))
+            .expect("a results table");
+        for tr in results.query_selector(parser, "tr").expect("selector").filter_map(|h| h.get(parser)) {
             let cells: Vec<String> = tr
                 .as_tag()
                 .expect("a tag")
@@ -74,19 +107,59 @@ fn the_report_builds_and_agrees_with_its_json() {
         assert!(!rows.is_empty(), "{id}: a table");
         assert_eq!(rows.len(), part.rows.len(), "{id}: one row per result");
         for (cells, r) in rows.iter().zip(&part.rows) {
-            assert_eq!(cells.len(), 4, "{id}: quantity, reference, ours, unit");
+            assert_eq!(cells.len(), 8, "{id}: quantity, reference, source, criterion, ours, unit, verdict, kind");
             assert!(!cells[1].trim().is_empty(), "{id}: {}: a reference", cells[0]);
-            let ours: f64 = cells[2].trim().parse().unwrap_or_else(|_| panic!("{id}: {}: our number", cells[0]));
+            assert!(!cells[2].trim().is_empty(), "{id}: {}: a source", cells[0]);
+            assert!(r.criterion.lo.is_some() || r.criterion.hi.is_some(), "{id}: {}: a bound", cells[0]);
+            let ours: f64 = cells[4].trim().parse().unwrap_or_else(|_| panic!("{id}: {}: our number", cells[0]));
             assert!(ours.is_finite());
-            assert_eq!(cells[2], fmt_ours(r), "{id}: the HTML shows the JSON's number");
+            assert_eq!(cells[4], fmt_ours(r), "{id}: the HTML shows the JSON's number");
             assert_eq!(cells[0], r.quantity);
+            assert_eq!(cells[6], r.verdict.to_string(), "{id}: {}: the HTML shows the JSON's verdict", r.quantity);
+            assert_eq!(r.verdict == Verdict::Agrees, r.criterion.holds(r.ours), "{id}: {}: verdict", r.quantity);
+            assert_eq!(cells[7], r.kind.to_string());
         }
     }
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     for p in &report.parts {
         assert!(md.contains(&p.title), "report.md has {}", p.title);
     }
+    let s = report.summary;
+    let line = format!("{} of {} predicted figures agree", s.predicted_agree, s.predicted);
+    assert!(html.contains(&line) && md.contains(&line), "both say '{line}'");
+    if cfg!(all(feature = "quirk-read-degradation", feature = "quirk-incomplete-trim")) {
+        predicted_rows_agree_but_the_known_ones(&report);
+    }
     std::fs::remove_dir_all(&out).unwrap();
+}
+
+/// Every predicted row agrees, except those in [`KNOWN_DISAGREEMENTS`],
+/// which each still disagree. (Without both quirks the SandForce rows
+/// follow other firmware; the list is for the default build.)
+fn predicted_rows_agree_but_the_known_ones(report: &Report) {
+    let known = |part: &str, q: &str| KNOWN_DISAGREEMENTS.contains(&(part, q));
+    let mut unexpected = Vec::new();
+    for (p, r) in report.rows().filter(|(_, r)| r.kind == Kind::Predicted) {
+        let line = format!(
+            "{}: {}: ours {} {}, wanted {} {}",
+            p.name,
+            r.quantity,
+            fmt_ours(r),
+            r.unit,
+            r.criterion.text,
+            r.criterion.interval()
+        );
+        match (r.verdict, known(&p.name, &r.quantity)) {
+            (Verdict::Agrees, false) => {}
+            (Verdict::Disagrees, true) => println!("known disagreement: {line}"),
+            (Verdict::Disagrees, false) => unexpected.push(format!("disagrees: {line}")),
+            (Verdict::Agrees, true) => unexpected.push(format!("agrees now (remove it from the list): {line}")),
+        }
+    }
+    for (part, q) in KNOWN_DISAGREEMENTS {
+        assert!(report.rows().any(|(p, r)| p.name == *part && r.quantity == *q), "{part}: {q}: no such row");
+    }
+    assert!(unexpected.is_empty(), "{}", unexpected.join("\n"));
 }
 
 #[test]

@@ -528,7 +528,7 @@ fn dies_on_one_channel_overlap_until_the_channel_saturates() {
 /// event-driven model of the same parameters (FCFS channels) gives 82k at
 /// QD 32 and 91k at QD 64, near the 97.7k channel bound.
 #[test]
-#[ignore = "known limitation: resources are booked in program order, not time order (see the doc comment)"]
+
 fn dependent_page_reads_keep_the_channels_busy() {
     let mut d = drive(preset("sf2281-240g", 512 * MIB, Media::MetadataOnly));
     let capacity = d.config().logical_bytes;

@@ -410,6 +410,10 @@ pub(crate) fn reproduce(args: ReproduceArgs) -> Result<(), Failure> {
         let state = p.error.as_deref().map_or("ok".to_string(), |e| format!("FAILED: {e}"));
         println!("{:<8} {:>7.1} s  {} rows, {} plots  {state}", p.name, p.wall_secs, p.rows.len(), p.plots.len());
     }
+    for (p, row) in r.rows().filter(|(_, row)| row.verdict == report::Verdict::Disagrees) {
+        println!("disagrees: {}: {} ({}): {} {}", p.name, row.quantity, row.kind, report::fmt_ours(row), row.unit);
+    }
+    println!("{}", report::summary_line(&r));
     println!("report: {}", args.out.join("index.html").display());
     let failed: Vec<&str> = r.parts.iter().filter(|p| p.error.is_some()).map(|p| p.name.as_str()).collect();
     if failed.is_empty() {

@@ -48,16 +48,18 @@ impl Drive {
     /// drains, and GC cleans blocks while the dies are free before `until`,
     /// until the high watermark of free blocks is reached, nothing is
     /// reclaimable, or a collection gains no space (moving a block's live
-    /// data would only pad another). Then blocks left with no live data
-    /// are erased ahead of need while the idle time lasts
-    /// (`erase_emptied`). The next untimed command is issued at
+    /// data would only pad another). Then, when the firmware does so
+    /// (`Firmware::idle_erase`), blocks left with no live data are erased
+    /// ahead of need while the idle time lasts (`erase_emptied`). The next untimed command is issued at
     /// `until` (when finite). Returns the blocks GC cleaned.
     pub fn idle(&mut self, from: SimTime, until: SimTime) -> Result<u32, DriveError> {
         if until.0 != u64::MAX {
             self.now = self.now.max(until);
         }
         let cleaned = self.collect_idle(from, until)?;
-        self.erase_emptied(from, until);
+        if self.config.firmware.idle_erase {
+            self.erase_emptied(from, until);
+        }
         Ok(cleaned)
     }
 

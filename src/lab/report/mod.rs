@@ -17,11 +17,13 @@ use crate::lab::plot::{self, LineChart};
 use crate::lab::torture::TortureReport;
 use crate::lab::StudyError;
 
+mod check;
 mod parts;
 mod render;
 
+pub use check::{Criterion, Kind, Verdict, DESNOYERS_2012, FORCE_GS_2012, IMPROV_2009, RAID_2012};
 use parts::*;
-pub use render::{fmt_ours, write};
+pub use render::{fmt_ours, summary_line, write};
 
 /// How big the drives are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,19 +53,62 @@ impl std::str::FromStr for Scale {
 pub const PARTS: [&str; 7] = ["wa", "corpora", "torture", "atto", "raid", "optimizer", "smart"];
 
 /// One line of a comparison: a reference (a review's figure, or a model's
-/// prediction, or the review's words where it gave no number) beside ours.
+/// prediction) beside ours, the criterion ours must meet and the verdict.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     /// What is compared.
     pub quantity: String,
-    /// The reference value, when numeric.
-    pub reference: Option<f64>,
-    /// The reference in words (always set: the number, or what the review said).
+    /// The reference in words: the figure, or what the review said.
     pub reference_text: String,
+    /// Where a reader finds the reference (work, year, figure or table).
+    pub source: String,
+    /// Calibrated, fitted or predicted.
+    pub kind: Kind,
+    /// What ours must meet to agree.
+    pub criterion: Criterion,
     /// Our measurement.
     pub ours: f64,
     /// Unit of both.
     pub unit: String,
+    /// Whether ours meets the criterion.
+    pub verdict: Verdict,
+}
+
+impl Row {
+    /// A row whose verdict is `criterion` applied to `ours`.
+    pub fn new(
+        quantity: impl Into<String>,
+        reference_text: impl Into<String>,
+        source: impl Into<String>,
+        kind: Kind,
+        criterion: Criterion,
+        ours: f64,
+        unit: &str,
+    ) -> Row {
+        let verdict = if criterion.holds(ours) { Verdict::Agrees } else { Verdict::Disagrees };
+        Row {
+            quantity: quantity.into(),
+            reference_text: reference_text.into(),
+            source: source.into(),
+            kind,
+            criterion,
+            ours,
+            unit: unit.into(),
+            verdict,
+        }
+    }
+}
+
+/// A table of measurements with no reference to check them against
+/// (SMART attributes, raw scores): shown, never judged.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Table {
+    /// Caption.
+    pub title: String,
+    /// Column headings.
+    pub columns: Vec<String>,
+    /// Cells, one vector per row.
+    pub rows: Vec<Vec<String>>,
 }
 
 /// One section of the report.
@@ -75,6 +120,8 @@ pub struct Part {
     pub title: String,
     /// Where the reference figures come from.
     pub source: String,
+    /// The drives the part ran: preset, scale and geometry.
+    pub model: Vec<String>,
     /// How the model produces the effect.
     pub mechanism: String,
     /// The error, when the part failed.
@@ -83,8 +130,23 @@ pub struct Part {
     pub wall_secs: f64,
     /// The comparison.
     pub rows: Vec<Row>,
+    /// Measurements shown without a reference.
+    pub tables: Vec<Table>,
     /// Plot files, relative to the report directory.
     pub plots: Vec<String>,
+}
+
+/// How many rows agree, overall and among the predicted ones.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Rows in all.
+    pub rows: usize,
+    /// Rows that agree.
+    pub agree: usize,
+    /// Predicted rows.
+    pub predicted: usize,
+    /// Predicted rows that agree.
+    pub predicted_agree: usize,
 }
 
 /// The whole report.
@@ -92,6 +154,12 @@ pub struct Part {
 pub struct Report {
     /// Crate version.
     pub version: String,
+    /// The commit the binary was built from, when known.
+    #[serde(default)]
+    pub commit: Option<String>,
+    /// When the report was made (UTC, RFC 3339).
+    #[serde(default)]
+    pub date: String,
     /// The firmware quirks compiled into this build.
     #[serde(default)]
     pub quirks: Vec<String>,
@@ -103,6 +171,8 @@ pub struct Report {
     pub scale: Scale,
     /// Wall-clock seconds in all.
     pub wall_secs: f64,
+    /// Verdict counts.
+    pub summary: Summary,
     /// Sections.
     pub parts: Vec<Part>,
 }
@@ -112,15 +182,25 @@ impl Report {
     pub fn ok(&self) -> bool {
         self.parts.iter().all(|p| p.error.is_none())
     }
-}
 
-fn row(quantity: impl Into<String>, reference: Option<f64>, text: impl Into<String>, ours: f64, unit: &str) -> Row {
-    Row { quantity: quantity.into(), reference, reference_text: text.into(), ours, unit: unit.into() }
-}
+    /// Every row with the part it belongs to.
+    pub fn rows(&self) -> impl Iterator<Item = (&Part, &Row)> {
+        self.parts.iter().flat_map(|p| p.rows.iter().map(move |r| (p, r)))
+    }
 
-fn num(quantity: impl Into<String>, reference: f64, ours: f64, unit: &str) -> Row {
-    let text = format!("{reference:.3}");
-    row(quantity, Some(reference), text, ours, unit)
+    fn summarize(parts: &[Part]) -> Summary {
+        let mut s = Summary::default();
+        for r in parts.iter().flat_map(|p| &p.rows) {
+            let agrees = r.verdict == Verdict::Agrees;
+            s.rows += 1;
+            s.agree += usize::from(agrees);
+            if r.kind == Kind::Predicted {
+                s.predicted += 1;
+                s.predicted_agree += usize::from(agrees);
+            }
+        }
+        s
+    }
 }
 
 /// Runs the parts named in `only` (all when empty) at `scale`, writing
@@ -162,11 +242,14 @@ pub fn reproduce(
     }
     Ok(Report {
         version: env!("CARGO_PKG_VERSION").into(),
+        commit: option_env!("DURAFLASH_COMMIT").map(String::from),
+        date: utc_now(),
         quirks: crate::firmware::build_quirks().into_iter().map(String::from).collect(),
         command: std::env::args().collect(),
         seed,
         scale,
         wall_secs: start.elapsed().as_secs_f64(),
+        summary: Report::summarize(&parts),
         parts,
     })
 }
@@ -176,10 +259,12 @@ fn empty(name: &str, title: &str, source: &str, mechanism: &str) -> Part {
         name: name.into(),
         title: title.into(),
         source: source.into(),
+        model: Vec::new(),
         mechanism: mechanism.into(),
         error: None,
         wall_secs: 0.0,
         rows: Vec::new(),
+        tables: Vec::new(),
         plots: Vec::new(),
     }
 }
@@ -208,4 +293,46 @@ fn model(preset: &str, capacity: Option<u64>, seed: u64) -> Result<DriveConfig, 
     cfg.media = crate::Media::MetadataOnly;
     cfg.seed = seed;
     Ok(cfg)
+}
+
+/// The wall-clock time now, UTC, as `YYYY-MM-DDTHH:MM:SSZ` (for the
+/// report's header only; no figure depends on it).
+fn utc_now() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// The drive a part ran, in one line: preset, size and geometry.
+fn describe(preset: &str, cfg: &DriveConfig, full: bool) -> String {
+    let g = &cfg.geometry;
+    let size = if full { "full size".to_string() } else { format!("scaled to {}", crate::ByteSize(cfg.logical_bytes)) };
+    format!(
+        "{preset} {size}: {} logical bytes, {} channels x {} dies, {} blocks of {} pages of {} B, OP {:.1} %",
+        cfg.logical_bytes,
+        g.channels,
+        g.dies_per_channel,
+        g.total_blocks(),
+        g.pages_per_block,
+        g.page_bytes,
+        100.0 * (g.physical_bytes() as f64 / cfg.logical_bytes as f64 - 1.0)
+    )
+}
+
+/// Records in `part` the drive it ran (once per distinct drive).
+fn note(part: &mut Part, preset: &str, cfg: &DriveConfig, full: bool) {
+    let line = describe(preset, cfg, full);
+    if !part.model.contains(&line) {
+        part.model.push(line);
+    }
 }
