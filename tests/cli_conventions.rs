@@ -158,3 +158,22 @@ fn a_full_size_torture_says_what_it_will_do_and_how_long_before_it_starts() {
     assert!(line.contains("torture of the") && line.contains("estimated") && line.contains("min"), "{line}");
     assert!(line.contains("--capacity"), "names the way to a shorter run: {line}");
 }
+
+fn keys(v: &serde_json::Value) -> Vec<String> {
+    let mut k: Vec<String> = v.as_object().expect("an object").keys().cloned().collect();
+    k.sort();
+    k
+}
+
+#[test]
+fn run_and_replay_write_latency_in_one_schema_fios_clat_ns() {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let run = json(&duraflash(&["run", &format!("{dir}/tests/data/fio-compat.fio"), "--quiet", "--json", "-"]));
+    let trace = format!("{dir}/tests/data/trace-msr.csv");
+    let replay = json(&duraflash(&["replay", &trace, "--capacity", "64MiB", "--lba-wrap", "--quiet", "--json", "-"]));
+    let clat = &run["jobs"][0]["write"]["clat_ns"];
+    assert_eq!(keys(clat), ["N", "max", "mean", "min", "percentile", "stddev"]);
+    assert_eq!(keys(&replay["latency"]["write"]), keys(clat), "replay's latency is fio's clat_ns");
+    assert_eq!(keys(&replay["latency"]["write"]["percentile"]), keys(&clat["percentile"]));
+    assert!(replay["latency"]["write"]["percentile"]["99.000000"].as_u64().unwrap() > 0);
+}

@@ -256,7 +256,7 @@ fn cli_replays_with_json_and_plot_deterministically() {
     assert_eq!(json["format"], "fiu");
     assert_eq!(json["counts"]["records"], 400);
     assert!(json["trace_dedup"]["ratio"].as_f64().unwrap() < 1.0);
-    assert!(json["latency"]["write"]["p99_ns"].as_u64().unwrap() > 0);
+    assert!(json["latency"]["write"]["percentile"]["99.000000"].as_u64().unwrap() > 0);
     assert!(json["config"].is_object() && json["seed"] == 1);
     let summary = String::from_utf8_lossy(&first.stderr);
     assert!(summary.contains("dedup    trace 0.") && summary.contains("SMART"), "{summary}");
