@@ -15,8 +15,8 @@
 //! `SPAC` (block states, open blocks, free lists), `CHNK` (chunk table,
 //! dedup index and, for memory media, each live chunk's stored bytes),
 //! `MAP ` (the L2P map) and `DRIV` (counters, clocks, timing model, map
-//! cache, read buffer). Bodies other than JSON and NAND are bincode 1
-//! (fixed-width integers), except the large tables of `CHNK` and `MAP `:
+//! cache, read buffer). Bodies other than JSON and NAND are postcard
+//! values, each after its length (u64), except the large tables of `CHNK` and `MAP `:
 //! each is its item count (u64) and then its items as fixed-size
 //! little-endian records ([`Plain`]), so they move in bulk rather than
 //! field by field; the chunk bytes are a slot count, then each slot's
@@ -32,7 +32,6 @@ use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use bincode::Options;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use thiserror::Error;
@@ -46,7 +45,8 @@ pub const MAGIC: [u8; 8] = *b"DURAFLSH";
 /// Version 4: the chunk table, dedup index and map are tables of plain
 /// records (see the module docs), not bincode sequences.
 /// Version 5: memory media's bytes are stored per chunk, not per page.
-pub const VERSION: u32 = 5;
+/// Version 6: serde-typed values are postcard (bincode 1 is unmaintained).
+pub const VERSION: u32 = 6;
 /// Section tags of an image, in file order.
 pub const SECTIONS: [[u8; 4]; 7] = [*b"CONF", *b"STAT", *b"NAND", *b"SPAC", *b"CHNK", *b"MAP ", *b"DRIV"];
 
@@ -73,7 +73,10 @@ pub enum ImageError {
     #[error("not a duraflash drive image (starts with {found:?}, expected \"DURAFLSH\")")]
     NotAnImage { found: String },
     /// An image of a format version this build does not read.
-    #[error("image format version {found} is not supported (this build reads version {VERSION})")]
+    #[error(
+        "image format version {found} is not supported (this build reads version {VERSION}; versions 5 and \
+         older were encoded with bincode: re-create the image)"
+    )]
     Version { found: u32 },
     /// The file ends before the named section is complete.
     #[error("image is truncated: section {section} is incomplete or missing")]
@@ -107,9 +110,31 @@ pub fn tag_name(tag: &[u8; 4]) -> String {
     String::from_utf8_lossy(tag).trim_end().to_string()
 }
 
-/// The bincode settings of every binary section.
-pub(crate) fn codec() -> impl Options {
-    bincode::DefaultOptions::new().with_fixint_encoding().with_little_endian()
+/// Writes `value` to `w` as its length (u64, little-endian) and its
+/// postcard encoding: every serde-typed binary value of an image (the
+/// large tables have fixed-size records instead).
+pub(crate) fn encode_into(w: &mut dyn Write, value: &impl Serialize) -> io::Result<()> {
+    let bytes = postcard::to_stdvec(value).map_err(io::Error::other)?;
+    w.write_all(&(bytes.len() as u64).to_le_bytes())?;
+    w.write_all(&bytes)
+}
+
+/// Reads one value [`encode_into`] wrote. A corrupt length cannot make it
+/// allocate more than the bytes actually there.
+pub(crate) fn decode_from<T: DeserializeOwned>(r: &mut dyn Read) -> Result<T, String> {
+    let mut len = [0u8; 8];
+    r.read_exact(&mut len).map_err(|e| format!("value length: {e}"))?;
+    let len = u64::from_le_bytes(len);
+    let mut bytes = Vec::new();
+    r.take(len).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    if bytes.len() as u64 != len {
+        return Err(format!("a {len}-byte value with only {} bytes left", bytes.len()));
+    }
+    match postcard::take_from_bytes(&bytes) {
+        Ok((value, [])) => Ok(value),
+        Ok((_, rest)) => Err(format!("{} bytes left inside the value", rest.len())),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Counts and hashes what passes through to `inner`.
@@ -197,7 +222,7 @@ impl ImageWriter {
         let err = |e| io_err("write", &tmp, e);
         let start = self.out.stream_position().map_err(err)?;
         self.out.write_all(&[0u8; SECTION_HEADER_BYTES as usize]).map_err(err)?;
-        // Buffered in front of the hasher: bincode writes field by field,
+        // Buffered in front of the hasher: serializers write field by field,
         // and blake3 is fast only on long inputs.
         let mut hw = BufWriter::with_capacity(
             HASH_BUFFER_BYTES,
@@ -215,9 +240,9 @@ impl ImageWriter {
         Ok(())
     }
 
-    /// Writes a section holding `value` encoded with bincode.
-    pub fn bincode_section(&mut self, tag: [u8; 4], value: &impl Serialize) -> Result<(), ImageError> {
-        self.section(tag, |w| codec().serialize_into(w, value).map_err(io::Error::other))
+    /// Writes a section holding `value` encoded with postcard.
+    pub fn postcard_section(&mut self, tag: [u8; 4], value: &impl Serialize) -> Result<(), ImageError> {
+        self.section(tag, |w| encode_into(w, value))
     }
 
     /// Flushes and fsyncs the file, renames it over the target and fsyncs
@@ -389,9 +414,9 @@ impl ImageReader {
         Ok(value)
     }
 
-    /// Decodes a bincode section.
-    pub fn bincode_section<T: DeserializeOwned>(&mut self, tag: [u8; 4]) -> Result<T, ImageError> {
-        self.section(tag, |r| codec().deserialize_from(r).map_err(|e| e.to_string()))
+    /// Decodes a postcard section.
+    pub fn postcard_section<T: DeserializeOwned>(&mut self, tag: [u8; 4]) -> Result<T, ImageError> {
+        self.section(tag, |r| decode_from(r))
     }
 
     /// Decodes a JSON section.

@@ -158,3 +158,62 @@ fn a_full_size_torture_says_what_it_will_do_and_how_long_before_it_starts() {
     assert!(line.contains("torture of the") && line.contains("estimated") && line.contains("min"), "{line}");
     assert!(line.contains("--capacity"), "names the way to a shorter run: {line}");
 }
+
+fn keys(v: &serde_json::Value) -> Vec<String> {
+    let mut k: Vec<String> = v.as_object().expect("an object").keys().cloned().collect();
+    k.sort();
+    k
+}
+
+#[test]
+fn run_and_replay_write_latency_in_one_schema_fios_clat_ns() {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let run = json(&duraflash(&["run", &format!("{dir}/tests/data/fio-compat.fio"), "--quiet", "--json", "-"]));
+    let trace = format!("{dir}/tests/data/trace-msr.csv");
+    let replay = json(&duraflash(&["replay", &trace, "--capacity", "64MiB", "--lba-wrap", "--quiet", "--json", "-"]));
+    let clat = &run["jobs"][0]["write"]["clat_ns"];
+    assert_eq!(keys(clat), ["N", "max", "mean", "min", "percentile", "stddev"]);
+    assert_eq!(keys(&replay["latency"]["write"]), keys(clat), "replay's latency is fio's clat_ns");
+    assert_eq!(keys(&replay["latency"]["write"]["percentile"]), keys(&clat["percentile"]));
+    assert!(replay["latency"]["write"]["percentile"]["99.000000"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn a_missing_input_file_exits_2_naming_its_path_once() {
+    for args in [
+        &["image", "info", "/nonexistent/x.img"][..],
+        &["run", "/nonexistent/x.img"][..],
+        &["replay", "/nonexistent/x.img"][..],
+    ] {
+        let out = duraflash(args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.matches("/nonexistent/x.img").count(), 1, "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn names_in_output_are_lower_case_and_hyphenated() {
+    let image = std::env::temp_dir().join(format!("duraflash-names-{}.img", std::process::id()));
+    let img = image.to_str().unwrap();
+    let out = duraflash(&[
+        "wa",
+        "--capacity",
+        "64MiB",
+        "--precondition",
+        "0.1",
+        "--measure",
+        "0.1",
+        "--quiet",
+        "--image",
+        img,
+    ]);
+    let summary = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(summary.contains("GC greedy"), "{summary}");
+    let info = String::from_utf8_lossy(&duraflash(&["image", "info", img]).stdout).into_owned();
+    assert!(info.contains("media metadata-only, compression on, dedup on"), "{info}");
+    for bad in ["Greedy", "MetadataOnly", "Memory", "Compressible", "compression true"] {
+        assert!(!summary.contains(bad) && !info.contains(bad), "{bad} in {summary}{info}");
+    }
+    let _ = std::fs::remove_file(image);
+}

@@ -199,6 +199,8 @@ fn damaged_images_are_refused_naming_the_damage() {
     let mut bad = good.clone();
     bad[8] = 99;
     assert!(err(&bad).contains("version 99 is not supported"), "{}", err(&bad));
+    bad[8] = 5;
+    assert!(err(&bad).contains("version 5 is not supported") && err(&bad).contains("bincode"), "{}", err(&bad));
 
     let offsets = section_offsets(&good);
     assert_eq!(offsets.len(), image::SECTIONS.len());

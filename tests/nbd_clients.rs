@@ -383,10 +383,13 @@ fn fio_randwrite_qd32_ratios_verify_and_randtrim() {
     assert_eq!(report["served"]["errors"], 0);
     // Every served command went through the simulated queue.
     let latency = &report["latency"];
-    assert_eq!(latency["write"]["commands"], 32768);
-    assert_eq!(latency["read"]["commands"], 16384);
-    assert_eq!(latency["trim"]["commands"], 2048);
-    assert!(latency["write"]["p99_ns"].as_u64().unwrap_or(0) > 0, "simulated time advanced: {latency}");
+    assert_eq!(latency["write"]["N"], 32768);
+    assert_eq!(latency["read"]["N"], 16384);
+    assert_eq!(latency["trim"]["N"], 2048);
+    assert!(
+        latency["write"]["percentile"]["99.000000"].as_u64().unwrap_or(0) > 0,
+        "simulated time advanced: {latency}"
+    );
     assert!(report["sim_seconds"].as_f64().unwrap_or(0.0) > 0.0);
 }
 

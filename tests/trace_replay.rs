@@ -256,7 +256,7 @@ fn cli_replays_with_json_and_plot_deterministically() {
     assert_eq!(json["format"], "fiu");
     assert_eq!(json["counts"]["records"], 400);
     assert!(json["trace_dedup"]["ratio"].as_f64().unwrap() < 1.0);
-    assert!(json["latency"]["write"]["p99_ns"].as_u64().unwrap() > 0);
+    assert!(json["latency"]["write"]["percentile"]["99.000000"].as_u64().unwrap() > 0);
     assert!(json["config"].is_object() && json["seed"] == 1);
     let summary = String::from_utf8_lossy(&first.stderr);
     assert!(summary.contains("dedup    trace 0.") && summary.contains("SMART"), "{summary}");
@@ -381,7 +381,9 @@ fn timed_replay_gives_idle_gc_the_gaps_in_the_trace() {
 #[test]
 fn cli_flags_reach_the_replay() {
     let json = |args: &[&str]| -> serde_json::Value {
-        let out = duraflash(&[&["replay"], args, &["--capacity", "64MiB", "--quiet", "--json", "-"]].concat());
+        let out = duraflash(
+            &[&["replay"], args, &["--capacity", "64MiB", "--allow-drops", "--quiet", "--json", "-"]].concat(),
+        );
         assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
         serde_json::from_slice(&out.stdout).unwrap()
     };
@@ -448,4 +450,28 @@ fn cli_replays_on_a_raid0_array() {
     assert_eq!(bad.status.code(), Some(2), "--members without --level and --driver");
     let bad = duraflash(&[&args[..], &["--level", "0"]].concat());
     assert_eq!(bad.status.code(), Some(2), "--level without --members");
+}
+
+/// A replay that drops more than 1 % of its records (beyond a too-small
+/// drive) says so and exits 1, unless --lba-wrap or --allow-drops.
+#[test]
+fn replay_fails_when_it_drops_more_than_one_percent_unless_told() {
+    let trace = data_dir().join("trace-msr.csv");
+    let t = trace.to_str().unwrap();
+    let base = ["replay", t, "--capacity", "64MiB", "--quiet", "--json", "-"];
+    let out = duraflash(&base);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("dropped") && err.contains("--lba-wrap") && err.contains("--allow-drops"), "{err}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the JSON is still written");
+    assert_eq!(json["dropped"]["records"], MSR_BEYOND);
+    assert!(json["dropped"]["share"].as_f64().unwrap() > json["dropped"]["limit"].as_f64().unwrap());
+    for flag in ["--lba-wrap", "--allow-drops"] {
+        let out = duraflash(&[&base[..], &[flag]].concat());
+        assert_eq!(out.status.code(), Some(0), "{flag}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let fiu = data_dir().join("trace-fiu-mail.txt");
+    let out = duraflash(&["replay", fiu.to_str().unwrap(), "--capacity", "64MiB", "--quiet", "--json", "-"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((out.status.code(), &json["dropped"]["records"]), (Some(0), &serde_json::json!(0)), "nothing dropped");
 }

@@ -6,8 +6,12 @@ use std::path::PathBuf;
 use clap::Args;
 use serde::Serialize;
 
+use std::collections::BTreeMap;
+
 use duraflash::device::Stats;
 use duraflash::host::smart::Smart;
+use duraflash::host::{FioLatency, QueueSummary};
+use duraflash::workload::access::Rw;
 use duraflash::workload::fio;
 use duraflash::workload::job::{run_job, JobResult};
 
@@ -27,29 +31,41 @@ pub(crate) struct RunArgs {
     out: Output,
 }
 
-/// fio's JSON shape for one direction.
+/// One direction as fio's `--output-format=json` writes it (the fields a
+/// simulated drive can fill; `bw` is KiB/s and `runtime` ms, as in fio).
+/// Submission is instant in the model, so `slat_ns` is zero and `lat_ns`
+/// (submission to completion) equals `clat_ns`.
 #[derive(Serialize)]
 pub(crate) struct FioDir {
     io_bytes: u64,
-    bw_bytes: f64,
+    io_kbytes: u64,
+    bw_bytes: u64,
+    bw: u64,
     iops: f64,
-    clat_ns: FioLat,
-}
-
-#[derive(Serialize)]
-pub(crate) struct FioLat {
-    mean: f64,
-    max: u64,
-    percentile: std::collections::BTreeMap<&'static str, u64>,
+    runtime: u64,
+    total_ios: u64,
+    short_ios: u64,
+    drop_ios: u64,
+    slat_ns: FioLatency,
+    clat_ns: QueueSummary,
+    lat_ns: FioLatency,
 }
 
 #[derive(Serialize)]
 pub(crate) struct FioJob {
     jobname: String,
+    groupid: u32,
+    error: u32,
+    /// Simulated seconds, whole (fio's `elapsed`).
+    elapsed: u64,
+    /// Simulated ns (ours; fio has only whole seconds).
     elapsed_ns: u64,
+    #[serde(rename = "job options")]
+    job_options: BTreeMap<String, String>,
     read: FioDir,
     write: FioDir,
     trim: FioDir,
+    job_runtime: u64,
 }
 
 #[derive(Serialize)]
@@ -58,19 +74,34 @@ pub(crate) struct FioOutput<'a> {
     provenance: Provenance<'a>,
     #[serde(rename = "fio version")]
     fio_version: &'static str,
+    #[serde(rename = "global options")]
+    global_options: BTreeMap<String, String>,
     jobs: Vec<FioJob>,
     drive: Stats,
 }
 
-pub(crate) fn fio_dir(d: &duraflash::workload::job::DirResult) -> FioDir {
-    let percentile =
-        [("50.000000", d.lat.p50_ns), ("99.000000", d.lat.p99_ns), ("99.900000", d.lat.p999_ns)].into_iter().collect();
+/// fio's JSON for one direction of a job that ran `elapsed_ns`.
+pub(crate) fn fio_dir(d: &duraflash::workload::job::DirResult, elapsed_ns: u64) -> FioDir {
+    let zero = FioLatency { min: 0, max: 0, mean: 0.0, stddev: 0.0, n: d.lat.commands, percentile: None };
+    let lat = FioLatency { percentile: None, ..FioLatency::from(d.lat.clone()) };
     FioDir {
         io_bytes: d.io_bytes,
-        bw_bytes: d.bw_bytes,
+        io_kbytes: d.io_bytes / 1024,
+        bw_bytes: d.bw_bytes.round() as u64,
+        bw: (d.bw_bytes / 1024.0).round() as u64,
         iops: d.iops,
-        clat_ns: FioLat { mean: d.lat.mean_latency_ns, max: d.lat.max_ns, percentile },
+        runtime: if d.lat.commands > 0 { elapsed_ns.div_ceil(1_000_000) } else { 0 },
+        total_ios: d.lat.commands,
+        short_ios: 0,
+        drop_ios: 0,
+        slat_ns: zero,
+        clat_ns: d.lat.clone(),
+        lat_ns: lat,
     }
+}
+
+fn options(written: &[(String, String)]) -> BTreeMap<String, String> {
+    written.iter().cloned().collect()
 }
 
 pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
@@ -78,6 +109,9 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     let text =
         std::fs::read_to_string(&args.job).map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
     let file = fio::parse(&text).map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
+    for w in &file.warnings {
+        eprintln!("duraflash: warning: {}: {w}", args.job.display());
+    }
     // Precedence: the defaults, then the job file's [drive] section, then
     // the flags given on the command line (the run at hand says last).
     let mut overrides = args.drive.defaults(Reads::Data);
@@ -122,6 +156,14 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         .map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
     let mut results: Vec<JobResult> = Vec::new();
     for spec in &specs {
+        let reads = matches!(spec.rw, Rw::Read | Rw::RandRead | Rw::RandRw | Rw::SeqRw);
+        if reads && drive.stats().mapped_units == 0 {
+            eprintln!(
+                "duraflash: note: job '{}' reads a drive never written: every read is of an unmapped LBA \
+                 (zeros, only the link's time); write the region first or resume an aged drive with --image",
+                spec.name
+            );
+        }
         // Jobs run one after another (each as if stonewalled): the drive is one device.
         let r = with_progress(&args.out, &spec.name, |p| run_job(&mut drive, spec, p)).map_err(Failure::run)?;
         results.push(r);
@@ -148,15 +190,27 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         &format!("drive: WAF {:.3}, compression {:.3}, dedup {:.3}\n", s.waf, s.compression_ratio, s.dedup_ratio);
     let jobs = results
         .iter()
-        .map(|r| FioJob {
+        .zip(&file.jobs)
+        .map(|(r, job)| FioJob {
             jobname: r.name.clone(),
+            groupid: 0,
+            error: 0,
+            elapsed: r.elapsed_ns.div_ceil(1_000_000_000),
             elapsed_ns: r.elapsed_ns,
-            read: fio_dir(&r.read),
-            write: fio_dir(&r.write),
-            trim: fio_dir(&r.trim),
+            job_options: options(&job.options),
+            read: fio_dir(&r.read, r.elapsed_ns),
+            write: fio_dir(&r.write, r.elapsed_ns),
+            trim: fio_dir(&r.trim, r.elapsed_ns),
+            job_runtime: r.elapsed_ns.div_ceil(1_000_000),
         })
         .collect();
     let cfg = drive.config().clone();
-    let out = FioOutput { provenance: Provenance::new(&cfg), fio_version: "duraflash-fio-compat", jobs, drive: s };
+    let out = FioOutput {
+        provenance: Provenance::new(&cfg),
+        fio_version: "duraflash-fio-compat",
+        global_options: options(&file.global_options),
+        jobs,
+        drive: s,
+    };
     emit(&args.out, &summary, &out, &[("", Smart::of(&drive))])
 }

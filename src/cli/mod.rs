@@ -365,7 +365,12 @@ pub(crate) fn setup_threads(out: &Output) -> Result<(), Failure> {
 }
 
 pub(crate) fn image_info(path: &std::path::Path, out: &Output) -> Result<(), Failure> {
-    let info = duraflash::device::inspect(path).map_err(|e| Failure::Run(format!("{}: {e}", path.display())))?;
+    // A missing input file is a usage error, as for `run` and `replay`;
+    // the image's errors name its path already.
+    if !path.exists() {
+        return Err(Failure::Usage(format!("{}: no such file", path.display())));
+    }
+    let info = duraflash::device::inspect(path).map_err(Failure::run)?;
     let (c, s) = (&info.config, &info.summary.stats);
     let mut summary = format!(
         "{}: duraflash image version {} ({} bytes, written by duraflash {})\n",
@@ -375,13 +380,13 @@ pub(crate) fn image_info(path: &std::path::Path, out: &Output) -> Result<(), Fai
         info.summary.written_by
     );
     summary += &format!(
-        "drive: {} ({}), firmware {}, media {:?}, compression {}, dedup {}, {} blocks of {} x {} B pages\n",
+        "drive: {} ({}), firmware {}, media {}, compression {}, dedup {}, {} blocks of {} x {} B pages\n",
         c.name,
         ByteSize(c.logical_bytes),
         c.firmware.name,
-        c.media,
-        c.compression,
-        c.dedup,
+        output::name(&c.media),
+        output::on_off(c.compression),
+        output::on_off(c.dedup),
         c.geometry.total_blocks(),
         c.geometry.pages_per_block,
         c.geometry.page_bytes

@@ -149,6 +149,15 @@ pub(crate) fn size_label(bytes: u64) -> String {
     }
 }
 
+/// An enum's name as its JSON spells it (`metadata-only`, `cost-benefit`):
+/// the one spelling of every name in output.
+pub(crate) fn name(value: &impl Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        other => format!("{other:?}"),
+    }
+}
+
 pub(crate) fn on_off(b: bool) -> &'static str {
     if b {
         "on"

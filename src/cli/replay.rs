@@ -44,6 +44,9 @@ pub(crate) struct ReplayArgs {
     /// Wrap requests beyond the drive's end onto it (default: reject and count them).
     #[arg(long)]
     lba_wrap: bool,
+    /// Exit 0 even when more than 1 % of the records are dropped (beyond the drive or oversized).
+    #[arg(long)]
+    allow_drops: bool,
     /// Compressibility of the generated content: share of each 512-byte segment that is zeros (fio's meaning).
     #[arg(long, value_parser = parse_pct, default_value = "0")]
     compress_pct: u8,
@@ -129,12 +132,28 @@ pub(crate) struct ReplayOutput<'a> {
     queue_depth: u32,
     lba_wrap: bool,
     compress_pct: u8,
+    dropped: Dropped,
     /// The array replayed on (`--members`).
     #[serde(skip_serializing_if = "Option::is_none")]
     array: Option<ArrayInfo>,
     #[serde(flatten)]
     report: &'a ReplayReport,
 }
+
+/// Records the replay could not apply, against the share that fails the run.
+#[derive(Serialize)]
+pub(crate) struct Dropped {
+    /// Rejected beyond the drive's capacity plus oversized.
+    records: u64,
+    /// `records` over all records.
+    share: f64,
+    /// The share above which the run fails without `--lba-wrap` or `--allow-drops`.
+    limit: f64,
+}
+
+/// A replay that drops more than this share of its records has measured a
+/// different workload than the trace: it fails unless told otherwise.
+pub(crate) const MAX_DROPPED_SHARE: f64 = 0.01;
 
 /// The array `--members` asks for, as the JSON records it.
 #[derive(Serialize)]
@@ -243,7 +262,27 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<(), Failure> {
         std::fs::create_dir_all(dir).map_err(|e| Failure::Run(format!("--plot {}: {e}", dir.display())))?;
         write_plot(&Some(dir.join("waf.svg")), &waf_chart(&name, capacity, &path, &report))?;
     }
-    let summary = replay_summary(&cfg, &name, capacity, &path, format, &spec, &report);
+    let c = &report.counts;
+    let records = c.rejected_beyond_capacity + c.rejected_oversized;
+    let dropped = Dropped { records, share: records as f64 / c.records.max(1) as f64, limit: MAX_DROPPED_SHARE };
+    let mut summary = replay_summary(&cfg, &name, capacity, &path, format, &spec, &report);
+    if records > 0 {
+        summary += &format!(
+            "dropped  {records} of {} records ({:.1} %): a larger --capacity keeps them, --lba-wrap folds them onto the drive\n",
+            c.records,
+            dropped.share * 100.0
+        );
+    }
+    let too_many = dropped.share > MAX_DROPPED_SHARE && !args.lba_wrap && !args.allow_drops;
+    let failure = too_many.then(|| {
+        Failure::Run(format!(
+            "{path}: dropped {records} of {} records ({:.1} %, more than {:.0} %): the result is not the trace's; \
+             use a larger --capacity, --lba-wrap, or --allow-drops to accept it",
+            c.records,
+            dropped.share * 100.0,
+            MAX_DROPPED_SHARE * 100.0
+        ))
+    });
     let smart: Vec<(&str, Smart)> = smart.iter().map(|(l, s)| (l.as_str(), s.clone())).collect();
     emit(
         &args.out,
@@ -256,11 +295,13 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<(), Failure> {
             queue_depth: args.qd,
             lba_wrap: args.lba_wrap,
             compress_pct: args.compress_pct,
+            dropped,
             array,
             report: &report,
         },
         &smart,
-    )
+    )?;
+    failure.map_or(Ok(()), Err)
 }
 
 /// Replays `reader` on `dev` with a progress bar that follows the bytes read.

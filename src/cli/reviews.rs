@@ -17,7 +17,7 @@ use duraflash::workload::job::{fill_spec, run_job};
 use duraflash::workload::review::{self, AttoPoint, HdTach, IometerPoint};
 use duraflash::ByteSize;
 
-use super::output::{build, emit, on_off, size_label, with_phases, with_progress, write_plot, Provenance};
+use super::output::{build, emit, name, on_off, size_label, with_phases, with_progress, write_plot, Provenance};
 use super::{
     open_drive, parse_access, parse_pct, save_image, setup_threads, DataArgs, DriveArgs, Failure, Output, Reads,
 };
@@ -114,12 +114,12 @@ pub(crate) fn wa_summary(cfg: &DriveConfig, r: &WaReport) -> String {
         r.op_total * 100.0
     );
     s += &format!(
-        "data       compression {} ratio {:.3}, dedup {} ratio {:.3}, GC {:?}\n",
+        "data       compression {} ratio {:.3}, dedup {} ratio {:.3}, GC {}\n",
         on_off(cfg.compression),
         r.compression_ratio,
         on_off(cfg.dedup),
         r.dedup_ratio,
-        cfg.gc.policy
+        name(&cfg.gc.policy)
     );
     s += &format!(
         "measured   WAF {:.3}  (host {:.2} GiB, NAND {:.2} GiB, GC moved {:.2} GiB, {} erases)\n",
@@ -485,10 +485,10 @@ pub(crate) fn torture(args: TortureArgs) -> Result<(), Failure> {
         ("after 2nd TRIM", &report.after_second_trim),
     ];
     let mut summary = format!(
-        "torture {} firmware {} data {:?} at {}: {:.2} drive-writes of 4 KiB random writes at QD {} ({:.1} s simulated), WAF {:.2}\n",
+        "torture {} firmware {} data {} at {}: {:.2} drive-writes of 4 KiB random writes at QD {} ({:.1} s simulated), WAF {:.2}\n",
         cfg.name,
         report.firmware,
-        report.data,
+        name(&report.data),
         duraflash::ByteSize(cfg.logical_bytes),
         report.drive_writes,
         args.qd,

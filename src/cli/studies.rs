@@ -12,7 +12,7 @@ use duraflash::lab::plot;
 use duraflash::lab::sweep::{self as sw, Grid, SweepRun};
 use duraflash::ByteSize;
 
-use super::output::{emit, progress_bar, with_phases, with_progress, write_plot, Provenance};
+use super::output::{emit, name, progress_bar, with_phases, with_progress, write_plot, Provenance};
 use super::{parse_gc, parse_media, parse_op, parse_pct, setup_threads, DriveArgs, Failure, Output, Reads};
 
 #[derive(Args)]
@@ -120,10 +120,10 @@ pub(crate) fn corpus(args: CorpusArgs) -> Result<(), Failure> {
         plot::bar_chart(p, &chart).map_err(|e| Failure::Run(format!("--plot {}: {e}", p.display())))?;
     }
     let mut summary = format!(
-        "drive {} at {}, media {:?}; each corpus tiled over {:.0}% of the LBAs, {} + {} random-overwrite passes\n",
+        "drive {} at {}, media {}; each corpus tiled over {:.0}% of the LBAs, {} + {} random-overwrite passes\n",
         cfg.name,
         duraflash::ByteSize(cfg.logical_bytes),
-        cfg.media,
+        name(&cfg.media),
         spec.share * 100.0,
         spec.precondition,
         spec.measure

@@ -20,11 +20,10 @@
 
 use std::io;
 
-use bincode::Options;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::image::{codec, read_table, write_table, Payload, Plain};
+use crate::image::{decode_from, encode_into, read_table, write_table, Payload, Plain};
 use crate::units::{ChunkId, ExtentPacking, Fingerprint, NandExtent};
 
 /// One stored content, as the store hands it out (its fingerprint is kept
@@ -150,7 +149,7 @@ impl ChunkStore {
             index_len: self.index.len,
             index_tag_bits: self.index.tag_bits,
         };
-        codec().serialize_into(&mut *w, &head).map_err(io::Error::other)?;
+        encode_into(&mut *w, &head)?;
         write_table(w, &self.records)?;
         write_table(w, &self.fingerprints)?;
         write_table(w, &self.free)?;
@@ -160,7 +159,7 @@ impl ChunkStore {
     /// Reads what [`ChunkStore::write_image`] wrote. Only the encoding is
     /// checked here; [`ChunkStore::check_shape`] checks the content.
     pub fn read_image(r: &mut Payload) -> Result<Self, String> {
-        let head: StoreHead = codec().deserialize_from(&mut *r).map_err(|e| e.to_string())?;
+        let head: StoreHead = decode_from(&mut *r)?;
         let records = read_table(r).map_err(|e| format!("chunk records: {e}"))?;
         let fingerprints = read_table(r).map_err(|e| format!("fingerprints: {e}"))?;
         let free = read_table(r).map_err(|e| format!("free chunk ids: {e}"))?;

@@ -81,14 +81,14 @@ impl Drive {
         w.section(*b"CONF", |o| json_section(o, &self.config))?;
         w.section(*b"STAT", |o| json_section(o, &summary))?;
         w.section(*b"NAND", |o| self.nand.write_image(o))?;
-        w.bincode_section(*b"SPAC", &self.space)?;
+        w.postcard_section(*b"SPAC", &self.space)?;
         w.section(*b"CHNK", |o| {
             self.chunks.write_image(o)?;
             self.bytes.write_image(o)
         })?;
         w.section(*b"MAP ", |o| self.map.write_image(o))?;
         let read_cache: Vec<(u32, u32, u32)> = self.read_cache.iter().copied().collect();
-        w.bincode_section(
+        w.postcard_section(
             *b"DRIV",
             &(&self.counters, self.clock, self.live_bytes, self.now, read_cache, &self.map_cache, &self.timeline),
         )?;
@@ -105,13 +105,13 @@ impl Drive {
         r.json_section::<ImageSummary>(*b"STAT")?;
         let geometry = config.geometry.clone();
         let nand = r.section(*b"NAND", |rd| NandArray::read_image(&geometry, rd))?;
-        let space: Space = r.bincode_section(*b"SPAC")?;
+        let space: Space = r.postcard_section(*b"SPAC")?;
         let unit = config.unit_bytes as usize;
         let (chunks, bytes) =
             r.section(*b"CHNK", |rd| Ok((ChunkStore::read_image(rd)?, ChunkBytes::read_image(rd, unit)?)))?;
         let map = r.section(*b"MAP ", L2pMap::read_image)?;
         let (counters, clock, live_bytes, now, read_cache, map_cache, timeline): DriveSection =
-            r.bincode_section(*b"DRIV")?;
+            r.postcard_section(*b"DRIV")?;
         r.finish()?;
         let mut drive = Drive::new(config).map_err(|e| ImageError::Inconsistent(format!("config: {e}")))?;
         let bad = |what: &str, e: String| ImageError::Inconsistent(format!("{what}: {e}"));

@@ -211,6 +211,10 @@ pub struct LatencyHistogram {
     rows: Vec<Vec<u64>>,
     count: u64,
     sum: u128,
+    /// Sum of squares, for the standard deviation.
+    sum_sq: u128,
+    /// Smallest latency counted (meaningless while `count` is 0).
+    min: u64,
     max: u64,
 }
 
@@ -249,8 +253,10 @@ impl LatencyHistogram {
     pub fn record(&mut self, ns: u64) {
         let b = Self::bucket(ns);
         self.row(b / ROW)[b % ROW] += 1;
+        self.min = if self.count == 0 { ns } else { self.min.min(ns) };
         self.count += 1;
         self.sum += u128::from(ns);
+        self.sum_sq += u128::from(ns) * u128::from(ns);
         self.max = self.max.max(ns);
     }
 
@@ -261,8 +267,12 @@ impl LatencyHistogram {
                 *a += b;
             }
         }
+        if other.count > 0 {
+            self.min = if self.count == 0 { other.min } else { self.min.min(other.min) };
+        }
         self.count += other.count;
         self.sum += other.sum;
+        self.sum_sq += other.sum_sq;
         self.max = self.max.max(other.max);
     }
 
@@ -282,26 +292,44 @@ impl LatencyHistogram {
                 for (i, &n) in row.iter().enumerate() {
                     seen += n;
                     if seen >= rank {
-                        return Self::value(r * ROW + i).min(self.max);
+                        return Self::value(r * ROW + i).clamp(self.min, self.max);
                     }
                 }
             }
             self.max
         };
+        let mean = if self.count == 0 { 0.0 } else { self.sum as f64 / self.count as f64 };
+        let stddev = if self.count < 2 {
+            0.0
+        } else {
+            let n = self.count as f64;
+            ((self.sum_sq as f64 - n * mean * mean) / (n - 1.0)).max(0.0).sqrt()
+        };
         QueueSummary {
             commands: self.count,
             elapsed_ns,
-            mean_latency_ns: if self.count == 0 { 0.0 } else { self.sum as f64 / self.count as f64 },
+            mean_latency_ns: mean,
+            stddev_ns: stddev,
+            min_ns: if self.count == 0 { 0 } else { self.min },
             p50_ns: pct(50.0),
             p99_ns: pct(99.0),
             p999_ns: pct(99.9),
             max_ns: self.max,
+            percentile: FIO_PERCENTILES.iter().map(|&p| (format!("{p:.6}"), pct(p))).collect(),
         }
     }
 }
 
-/// Command counts and latency percentiles of one run.
+/// fio's default `percentile_list`: the percentiles every latency in JSON
+/// carries, keyed as fio keys them (`"99.000000"`).
+pub const FIO_PERCENTILES: [f64; 17] =
+    [1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99];
+
+/// Command counts and latency percentiles of one run. In JSON it is fio's
+/// `clat_ns` object (`min`, `max`, `mean`, `stddev`, `N`, `percentile`),
+/// the one latency shape of every command (`run`, `serve`, `replay`, ...).
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(into = "FioLatency")]
 pub struct QueueSummary {
     /// Commands completed.
     pub commands: u64,
@@ -309,6 +337,10 @@ pub struct QueueSummary {
     pub elapsed_ns: u64,
     /// Mean completion latency.
     pub mean_latency_ns: f64,
+    /// Standard deviation of the completion latency (sample, as fio's).
+    pub stddev_ns: f64,
+    /// Shortest completion latency.
+    pub min_ns: u64,
     /// Median completion latency.
     pub p50_ns: u64,
     /// 99th percentile completion latency.
@@ -317,6 +349,40 @@ pub struct QueueSummary {
     pub p999_ns: u64,
     /// Longest completion latency.
     pub max_ns: u64,
+    /// Completion latency at each of [`FIO_PERCENTILES`], keyed as fio keys them.
+    pub percentile: std::collections::BTreeMap<String, u64>,
+}
+
+/// A latency as fio's JSON writes one (`clat_ns`, `lat_ns`).
+#[derive(Serialize)]
+pub struct FioLatency {
+    /// Shortest, ns.
+    pub min: u64,
+    /// Longest, ns.
+    pub max: u64,
+    /// Mean, ns.
+    pub mean: f64,
+    /// Standard deviation, ns.
+    pub stddev: f64,
+    /// Commands counted.
+    #[serde(rename = "N")]
+    pub n: u64,
+    /// Percentiles (absent when nothing was counted, as in fio).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub percentile: Option<std::collections::BTreeMap<String, u64>>,
+}
+
+impl From<QueueSummary> for FioLatency {
+    fn from(q: QueueSummary) -> Self {
+        FioLatency {
+            min: q.min_ns,
+            max: q.max_ns,
+            mean: q.mean_latency_ns,
+            stddev: q.stddev_ns,
+            n: q.commands,
+            percentile: (q.commands > 0).then_some(q.percentile),
+        }
+    }
 }
 
 impl QueueSummary {

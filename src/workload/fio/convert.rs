@@ -7,7 +7,7 @@ use crate::content::pattern::{unit_seed, DataSpec};
 use crate::workload::job::{JobSpec, Limit};
 use crate::workload::WorkloadError;
 
-use super::{FioError, Job, JobFile};
+use super::{FioError, Job, JobFile, SizeSpec};
 
 /// The `[drive]` keys [`JobFile::apply_drive`] knows.
 pub const DRIVE_KEYS: &[&str] = &["preset", "capacity", "seed", "op", "gc", "media", "compression", "dedup"];
@@ -46,7 +46,23 @@ impl Job {
 impl JobFile {
     /// Every job's spec on a drive of `capacity` bytes, checked against it;
     /// job `i` is seeded with `unit_seed(seed, i)` unless it gives `randseed`.
+    /// A byte `size` that, from its `offset`, runs past the drive is an
+    /// error rather than a clamp (fio's size on a raw device would fail too).
     pub fn specs(&self, capacity: u64, seed: u64) -> Result<Vec<JobSpec>, WorkloadError> {
+        for job in &self.jobs {
+            if let SizeSpec::Bytes(size) = job.size {
+                let start = job.region(capacity).start;
+                if start.saturating_add(size) > capacity {
+                    let line = job.options.iter().position(|(k, _)| k == "size");
+                    let at = line.map_or("from [global]".to_string(), |_| format!("in [{}]", job.name));
+                    return Err(WorkloadError::BadSpec(format!(
+                        "size={size} {at} from offset {start} runs past the drive's {capacity} bytes \
+                         (use a smaller size, a percentage such as size=50%, or a larger --capacity)"
+                    ))
+                    .in_job(&job.name));
+                }
+            }
+        }
         let specs = self
             .jobs
             .iter()

@@ -83,6 +83,7 @@
 //! | `name` | [`Job::name`] | section name | Job description |
 //! | `numjobs` | must be 1 | 1 | Job description |
 //! | `ioengine`, `filename`, `direct`, `group_reporting` | recorded, no effect on the model | | |
+//! | [`IGNORED_KEYS`] (`norandommap`, `randrepeat`, `ramp_time`, ...) | accepted with one [`FioWarning`] each | | |
 //!
 //! fio behaviour kept from init.c `fixup_options` and the option callbacks:
 //! `rwmixread` and `rwmixwrite` set each other (100 - x), so the later line
@@ -102,7 +103,9 @@
 //! sizes (`bs=4k,8k`, `bs=4k-16k`), the `rw=randread:8` offset modifier,
 //! `rw=randtrimwrite` and the file* modes, `normal`/`gauss`/`zoned`
 //! distributions and distribution centres (`zipf:1.2:0.25`), `io_size`
-//! percentages, `numjobs` other than 1, and every option not listed above.
+//! percentages, `numjobs` other than 1, and every option not listed above
+//! or in [`IGNORED_KEYS`]. A byte `size` (plus `offset`) beyond the drive is
+//! an error, not a clamp ([`JobFile::specs`]).
 
 use std::ops::Range;
 
@@ -149,6 +152,90 @@ pub const SUPPORTED_KEYS: &[&str] = &[
     "numjobs",
 ];
 
+/// fio options that mean nothing for a simulated drive, each with why:
+/// accepted (their value unchecked) with one [`FioWarning`] per option,
+/// so a real job file runs instead of failing one option per attempt.
+/// `ioengine`, `filename`, `direct` and `group_reporting` are recorded too.
+pub const IGNORED_KEYS: &[(&str, &str)] = &[
+    ("ioengine", "the simulated drive is the engine"),
+    ("filename", "the target is the simulated drive"),
+    ("directory", "the target is the simulated drive"),
+    ("filename_format", "the target is the simulated drive"),
+    ("direct", "the model has no page cache"),
+    ("buffered", "the model has no page cache"),
+    ("invalidate", "the model has no page cache"),
+    ("fadvise_hint", "the model has no page cache"),
+    ("sync", "the drive has no volatile write cache"),
+    ("fsync", "the drive has no volatile write cache"),
+    ("fdatasync", "the drive has no volatile write cache"),
+    ("end_fsync", "the drive has no volatile write cache"),
+    ("fsync_on_close", "the drive has no volatile write cache"),
+    ("group_reporting", "each job is reported on its own"),
+    ("norandommap", "random offsets are always drawn without a map"),
+    ("randrepeat", "every run is repeatable: offsets and data come from the seed"),
+    ("ramp_time", "statistics cover the whole job, warm-up included"),
+    ("thread", "jobs run one after another in one process"),
+    ("lockmem", "buffers are not host memory"),
+    ("mem", "buffers are not host memory"),
+    ("iomem", "buffers are not host memory"),
+    ("iomem_align", "buffers are not host memory"),
+    ("hugepage-size", "buffers are not host memory"),
+    ("cpus_allowed", "simulated time does not depend on host CPUs"),
+    ("cpus_allowed_policy", "simulated time does not depend on host CPUs"),
+    ("cpumask", "simulated time does not depend on host CPUs"),
+    ("nice", "simulated time does not depend on host scheduling"),
+    ("prio", "simulated time does not depend on host scheduling"),
+    ("prioclass", "simulated time does not depend on host scheduling"),
+    ("gtod_reduce", "latencies are simulated, not timed"),
+    ("clat_percentiles", "fio's default percentiles are always reported"),
+    ("lat_percentiles", "fio's default percentiles are always reported"),
+    ("percentile_list", "fio's default percentiles are always reported"),
+    ("disable_lat", "latencies are simulated, not timed"),
+    ("disable_clat", "latencies are simulated, not timed"),
+    ("disable_slat", "latencies are simulated, not timed"),
+    ("disable_bw_measurement", "latencies are simulated, not timed"),
+    ("iodepth_batch", "a queue of iodepth commands is kept full"),
+    ("iodepth_batch_submit", "a queue of iodepth commands is kept full"),
+    ("iodepth_batch_complete", "a queue of iodepth commands is kept full"),
+    ("iodepth_batch_complete_min", "a queue of iodepth commands is kept full"),
+    ("iodepth_batch_complete_max", "a queue of iodepth commands is kept full"),
+    ("iodepth_low", "a queue of iodepth commands is kept full"),
+    ("write_bw_log", "no log files are written"),
+    ("write_lat_log", "no log files are written"),
+    ("write_iops_log", "no log files are written"),
+    ("write_hist_log", "no log files are written"),
+    ("log_avg_msec", "no log files are written"),
+    ("per_job_logs", "no log files are written"),
+    ("description", "a comment"),
+    ("exitall", "jobs run one after another"),
+    ("exitall_on_error", "jobs run one after another"),
+    ("unlink", "there are no files"),
+    ("overwrite", "there are no files"),
+    ("create_on_open", "there are no files"),
+    ("allow_file_create", "there are no files"),
+    ("fallocate", "there are no files"),
+];
+
+/// An option of [`IGNORED_KEYS`] a job file gave (the first line of each).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FioWarning {
+    /// The option.
+    pub key: String,
+    /// Its value as written (empty for a bare flag).
+    pub value: String,
+    /// 1-based line.
+    pub line: usize,
+    /// Why it has no effect.
+    pub reason: &'static str,
+}
+
+impl std::fmt::Display for FioWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let opt = if self.value.is_empty() { self.key.clone() } else { format!("{}={}", self.key, self.value) };
+        write!(f, "line {}: {opt}: no meaning for a simulated drive ({}); ignored", self.line, self.reason)
+    }
+}
+
 /// A job file that cannot be turned into jobs. `line` is 1-based.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum FioError {
@@ -185,6 +272,10 @@ pub struct JobFile {
     pub drive: Vec<DriveSetting>,
     /// The jobs, in file order.
     pub jobs: Vec<Job>,
+    /// `[global]` options as written, in file order (fio's `global options`).
+    pub global_options: Vec<(String, String)>,
+    /// One per ignored option the file gives ([`IGNORED_KEYS`]).
+    pub warnings: Vec<FioWarning>,
 }
 
 /// One raw `key=value` line of a `[drive]` section.
@@ -258,6 +349,8 @@ pub struct Job {
     pub direct: bool,
     /// `group_reporting`. Recorded only.
     pub group_reporting: bool,
+    /// The job section's own options as written, in order (fio's `job options`).
+    pub options: Vec<(String, String)>,
     /// 1-based line of the job's section header.
     pub line: usize,
 }

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::{DriveSetting, FioError, Job, JobFile, SizeSpec};
+use super::{DriveSetting, FioError, FioWarning, Job, JobFile, SizeSpec, IGNORED_KEYS};
 use crate::workload::access::{Distribution, Rw};
 
 /// Parse a fio job file (see the module docs for the accepted subset).
@@ -13,6 +13,8 @@ pub fn parse(text: &str) -> Result<JobFile, FioError> {
     let mut jobs: Vec<Job> = Vec::new();
     let mut global = Builder::default();
     let mut section = Section::None;
+    let mut global_options = Vec::new();
+    let mut warnings: Vec<FioWarning> = Vec::new();
     for (index, raw) in text.lines().enumerate() {
         let line = index + 1;
         let content = raw.find([';', '#']).map_or(raw, |cut| &raw[..cut]).trim();
@@ -29,10 +31,25 @@ pub fn parse(text: &str) -> Result<JobFile, FioError> {
             continue;
         }
         let (key, value) = split_option(content, line)?;
+        if !matches!(section, Section::Drive | Section::None) {
+            if let Some((_, reason)) = IGNORED_KEYS.iter().find(|(k, _)| *k == key) {
+                if !warnings.iter().any(|w| w.key == key) {
+                    let value = value.unwrap_or("").to_string();
+                    warnings.push(FioWarning { key: key.to_string(), value, line, reason });
+                }
+            }
+        }
+        let written = (key.to_string(), value.unwrap_or("").to_string());
         match &mut section {
             Section::None => return Err(FioError::KeyOutsideSection { key: key.to_string(), line }),
-            Section::Global => global.apply(key, value, line, true)?,
-            Section::Job { builder, .. } => builder.apply(key, value, line, false)?,
+            Section::Global => {
+                global.apply(key, value, line, true)?;
+                global_options.push(written);
+            }
+            Section::Job { builder, .. } => {
+                builder.apply(key, value, line, false)?;
+                builder.job.options.push(written);
+            }
             Section::Drive => match value {
                 Some(v) if !v.is_empty() => {
                     drive.push(DriveSetting { key: key.to_string(), value: v.to_string(), line })
@@ -50,7 +67,7 @@ pub fn parse(text: &str) -> Result<JobFile, FioError> {
     if jobs.is_empty() {
         return Err(FioError::NoJobs);
     }
-    Ok(JobFile { drive, jobs })
+    Ok(JobFile { drive, jobs, global_options, warnings })
 }
 
 /// The section whose lines are being read.
@@ -130,6 +147,8 @@ pub(super) enum Key {
     Direct,
     GroupReporting,
     Numjobs,
+    /// One of [`IGNORED_KEYS`] without a field.
+    Ignored,
 }
 
 impl Key {
@@ -160,6 +179,7 @@ impl Key {
             "direct" => Key::Direct,
             "group_reporting" => Key::GroupReporting,
             "numjobs" => Key::Numjobs,
+            k if IGNORED_KEYS.iter().any(|(i, _)| *i == k) => Key::Ignored,
             _ => return None,
         })
     }
@@ -209,6 +229,7 @@ impl Default for Builder {
                 filename: None,
                 direct: false,
                 group_reporting: false,
+                options: Vec::new(),
                 line: 0,
             },
             name: None,
@@ -265,6 +286,7 @@ impl Builder {
                 job.refill_buffers = true;
             }
             Key::Distribution => job.distribution = parse_distribution(required()?).map_err(bad)?,
+            Key::Ignored => {}
             Key::Numjobs => match parse_int(required()?).map_err(bad)? {
                 1 => {}
                 _ => return Err(bad("only numjobs=1 is supported: each job section models one worker".to_string())),

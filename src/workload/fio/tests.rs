@@ -130,6 +130,7 @@ fn defaults_match_fio() {
         filename: None,
         direct: false,
         group_reporting: false,
+        options: Vec::new(),
         line: 1,
     };
     assert_eq!(j, expected);
@@ -454,4 +455,25 @@ fn zoned_distribution_is_the_two_zone_hot_cold_workload() {
         let e = err(&format!("[a]\nrw=randwrite\nrandom_distribution={bad}\n")).to_string();
         assert!(e.contains("random_distribution"), "{bad}: {e}");
     }
+}
+
+#[test]
+fn ignored_options_parse_with_one_warning_each_and_record_what_was_written() {
+    let file = parse("[global]\nnorandommap\nramp_time=5\n[a]\nnorandommap\nrw=write\n[b]\n").unwrap();
+    let keys: Vec<(&str, usize)> = file.warnings.iter().map(|w| (w.key.as_str(), w.line)).collect();
+    assert_eq!(keys, [("norandommap", 2), ("ramp_time", 3)]);
+    assert_eq!(file.warnings[1].to_string().split(':').next(), Some("line 3"));
+    assert_eq!(file.global_options, [("norandommap".to_string(), String::new()), ("ramp_time".into(), "5".into())]);
+    assert_eq!(file.jobs[0].options, [("norandommap".to_string(), String::new()), ("rw".into(), "write".into())]);
+    assert!(file.jobs[1].options.is_empty(), "a job's options are its own lines, as fio's 'job options'");
+}
+
+#[test]
+fn a_size_beyond_the_drive_is_an_error_not_a_clamp() {
+    let file = parse("[a]\nrw=write\nsize=1g\n").unwrap();
+    let e = file.specs(512 << 20, 1).unwrap_err().to_string();
+    assert!(e.contains("size=1073741824") && e.contains("runs past"), "{e}");
+    assert!(file.specs(1 << 30, 1).is_ok());
+    let file = parse("[a]\nrw=write\nsize=512m\noffset=1m\n").unwrap();
+    assert!(file.specs(512 << 20, 1).is_err(), "the offset counts");
 }

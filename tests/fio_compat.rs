@@ -1,0 +1,146 @@
+//! fio as fio users know it: job files from fio's own examples run or are
+//! refused with one clear line, options without meaning for a simulated
+//! drive warn once, and the JSON reads with a script written for fio's
+//! `--output-format=json`, the same script that reads real fio's JSON.
+
+mod tools;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn duraflash(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_duraflash")).args(args).output().expect("binary runs")
+}
+
+fn data(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name).to_str().unwrap().to_string()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn temp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("duraflash-fio-{}-{name}", std::process::id()))
+}
+
+/// The reader's lines for `json`, without the first (which names the program).
+fn read_like_fio_users(json: &Path) -> Vec<String> {
+    let reader = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tools/fio_json_reader.py");
+    let out = Command::new("python3").arg(reader).arg(json).output().expect("python3 runs");
+    assert!(out.status.success(), "the reader failed on {}: {}", json.display(), stderr(&out));
+    String::from_utf8(out.stdout).unwrap().lines().skip(1).map(str::to_string).collect()
+}
+
+#[test]
+fn our_json_reads_with_the_script_that_reads_real_fio_json_and_agrees_on_the_job() {
+    let job = data("fio-compat.fio");
+    let ours = temp("ours.json");
+    let out = duraflash(&["run", &job, "--quiet", "--json", ours.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let our_lines = read_like_fio_users(&ours);
+    assert_eq!(our_lines.len(), 3, "three jobs did I/O: {our_lines:?}");
+    for line in &our_lines {
+        assert!(!line.contains("False"), "a field fio readers rely on is wrong: {line}");
+    }
+    if !tools::have("fio", "fio") {
+        return;
+    }
+    let theirs = temp("fio.json");
+    let fio = Command::new("fio")
+        .args(["--ioengine=null", "--output-format=json", "--output", theirs.to_str().unwrap(), &job])
+        .output()
+        .expect("fio runs");
+    assert!(fio.status.success(), "fio: {}", stderr(&fio));
+    // Same jobs, directions, counts and bytes; times differ (null engine against the model).
+    assert_eq!(our_lines, read_like_fio_users(&theirs), "the reader sees the same job in both");
+    let _ = std::fs::remove_file(ours);
+    let _ = std::fs::remove_file(theirs);
+}
+
+#[test]
+fn fio_json_has_fio_fields_units_and_percentile_keys() {
+    let out = duraflash(&["run", &data("fio-compat.fio"), "--quiet", "--json", "-"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let w = &v["jobs"][0]["write"];
+    let bw_bytes = w["bw_bytes"].as_u64().unwrap();
+    assert_eq!(w["bw"].as_u64().unwrap(), (bw_bytes as f64 / 1024.0).round() as u64, "bw is KiB/s");
+    assert_eq!(w["io_kbytes"].as_u64().unwrap() * 1024, w["io_bytes"].as_u64().unwrap());
+    let runtime_ms = w["runtime"].as_u64().unwrap() as f64;
+    let from_bw = w["io_bytes"].as_f64().unwrap() / bw_bytes as f64 * 1e3;
+    assert!((runtime_ms - from_bw).abs() <= 1.0, "runtime {runtime_ms} ms against io_bytes / bw_bytes {from_bw}");
+    let pct = w["clat_ns"]["percentile"].as_object().unwrap();
+    assert_eq!(pct.len(), 17, "fio's default percentile_list");
+    let (p50, p99) = (pct["50.000000"].as_u64().unwrap(), pct["99.000000"].as_u64().unwrap());
+    assert!(p50 <= p99 && p99 <= w["clat_ns"]["max"].as_u64().unwrap() && p50 >= w["clat_ns"]["min"].as_u64().unwrap());
+    assert_eq!(w["lat_ns"]["mean"], w["clat_ns"]["mean"], "submission is instant: lat = clat");
+    assert_eq!(v["jobs"][0]["job options"]["rw"], "randwrite");
+    assert_eq!(v["global options"]["bs"], "4k");
+    assert_eq!(v["jobs"][0]["read"]["total_ios"], 0);
+}
+
+#[test]
+fn fio_examples_run_or_are_refused_with_one_line_naming_the_option() {
+    // aio-read.fio: [global] with ioengine=libaio, buffered=0, directory=: runs, one warning each.
+    let out = duraflash(&["run", &data("fio-examples/aio-read.fio"), "--quiet", "--json", "-"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    for key in ["ioengine=libaio", "buffered=0", "directory=/data1"] {
+        assert_eq!(err.matches(key).count(), 1, "one warning for {key}: {err}");
+    }
+    assert!(err.contains("never written"), "reads of an unwritten drive get a hint: {err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["jobs"].as_array().unwrap().len(), 4);
+    // fio-rand-write.fio: name= in [global] (every job would share it), then numjobs=4.
+    let out = duraflash(&["run", &data("fio-examples/fio-rand-write.fio"), "--quiet"]);
+    let err = stderr(&out);
+    assert_eq!((out.status.code(), err.trim_end().lines().count()), (Some(2), 1), "{err}");
+    assert!(err.contains("'name'") && err.contains("line 4"), "{err}");
+    let without_name = temp("rand-write.fio");
+    let text = std::fs::read_to_string(data("fio-examples/fio-rand-write.fio")).unwrap();
+    std::fs::write(&without_name, text.replace("\nname=fio-rand-write", "\n;")).unwrap();
+    let out = duraflash(&["run", without_name.to_str().unwrap(), "--quiet"]);
+    let err = stderr(&out);
+    assert_eq!((out.status.code(), err.trim_end().lines().count()), (Some(2), 1), "{err}");
+    assert!(err.contains("numjobs") && err.contains("line 9"), "{err}");
+    let _ = std::fs::remove_file(without_name);
+    // ssd-test.fio: size=10g on the 1 GiB default drive is an error, not a clamp.
+    let out = duraflash(&["run", &data("fio-examples/ssd-test.fio"), "--quiet"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("size=10737418240") && err.contains("--capacity"), "{err}");
+}
+
+#[test]
+fn ignored_options_warn_once_and_the_command_line_beats_the_drive_section() {
+    let job = temp("ignored.fio");
+    std::fs::write(
+        &job,
+        "[drive]\ncapacity=64MiB\n[global]\nnorandommap\nrandrepeat=0\nramp_time=5\n\
+         [a]\nrw=randwrite\nsize=1m\nnorandommap\n[b]\nrw=randwrite\nsize=1m\n",
+    )
+    .unwrap();
+    let out = duraflash(&["run", job.to_str().unwrap(), "--capacity", "128MiB", "--quiet", "--json", "-"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    for key in ["norandommap", "randrepeat=0", "ramp_time=5"] {
+        assert_eq!(err.matches(key).count(), 1, "one warning for {key}: {err}");
+    }
+    assert!(err.contains("line 2: [drive] capacity=64MiB is overridden by --capacity"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["config"]["logical_bytes"], 128u64 << 20);
+    let _ = std::fs::remove_file(job);
+}
+
+#[test]
+fn a_bad_drive_preset_names_the_job_file_and_line() {
+    let job = temp("preset.fio");
+    std::fs::write(&job, "[drive]\n\npreset=nope\n[a]\nrw=write\nsize=1m\n").unwrap();
+    let out = duraflash(&["run", job.to_str().unwrap(), "--quiet"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("{}: line 3: [drive] preset=nope", job.display())), "{err}");
+    assert!(!err.contains("--preset"), "the file, not a flag, gave it: {err}");
+    let _ = std::fs::remove_file(job);
+}
