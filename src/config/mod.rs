@@ -13,8 +13,11 @@ use crate::firmware::Firmware;
 use crate::timing::{HostLink, TimingParams};
 use crate::units::ByteSize;
 
+mod gc;
 pub mod overrides;
 mod validate;
+
+pub use gc::{GcConfig, GcPolicy, Placement};
 
 pub use validate::{MAX_CHANNELS, MAX_DIES_PER_CHANNEL, MAX_PAGES_PER_BLOCK, MAX_PE_CYCLES};
 
@@ -83,131 +86,6 @@ impl Geometry {
     /// Raw bytes of the whole array.
     pub fn physical_bytes(&self) -> u64 {
         u64::from(self.total_blocks()) * self.block_bytes()
-    }
-}
-
-/// Garbage-collection victim policy. Spelled as on the command line
-/// (`greedy`, `d-choices:4`) in config files and images.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(into = "String", try_from = "String")]
-pub enum GcPolicy {
-    /// Fewest live bytes first.
-    Greedy,
-    /// Highest (1 - u) / 2u x age first (Rosenblum & Ousterhout's LFS).
-    CostBenefit,
-    /// Oldest sealed block first.
-    Fifo,
-    /// The fewest live bytes among this many blocks sampled uniformly
-    /// (Van Houdt's d-choices; 1 is random selection). At least 1.
-    DChoices(u32),
-    /// Greedy among this many oldest sealed blocks (Hu et al.'s windowed
-    /// greedy). At least 1.
-    Windowed(u32),
-}
-
-impl GcPolicy {
-    /// The names accepted on the command line and in config files.
-    pub const NAMES: [&'static str; 5] = ["greedy", "cost-benefit", "fifo", "d-choices:D", "windowed:W"];
-}
-
-impl std::fmt::Display for GcPolicy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            GcPolicy::Greedy => f.write_str("greedy"),
-            GcPolicy::CostBenefit => f.write_str("cost-benefit"),
-            GcPolicy::Fifo => f.write_str("fifo"),
-            GcPolicy::DChoices(d) => write!(f, "d-choices:{d}"),
-            GcPolicy::Windowed(w) => write!(f, "windowed:{w}"),
-        }
-    }
-}
-
-impl std::str::FromStr for GcPolicy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let count = |name: &str, v: &str| match v.parse::<u32>() {
-            Ok(n) if n > 0 => Ok(n),
-            _ => Err(format!("{name} count '{v}' must be a whole number from 1 to {}", u32::MAX)),
-        };
-        match s.split_once(':') {
-            Some(("d-choices", d)) => return Ok(GcPolicy::DChoices(count("d-choices", d)?)),
-            Some(("windowed", w)) => return Ok(GcPolicy::Windowed(count("windowed", w)?)),
-            _ => {}
-        }
-        match s {
-            "greedy" => Ok(GcPolicy::Greedy),
-            "cost-benefit" => Ok(GcPolicy::CostBenefit),
-            "fifo" => Ok(GcPolicy::Fifo),
-            _ => Err(format!("unknown GC policy '{s}' (valid: {})", Self::NAMES.join(", "))),
-        }
-    }
-}
-
-impl From<GcPolicy> for String {
-    fn from(p: GcPolicy) -> String {
-        p.to_string()
-    }
-}
-
-impl TryFrom<String> for GcPolicy {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
-        s.parse()
-    }
-}
-
-/// Garbage-collection settings.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GcConfig {
-    /// How victims are chosen.
-    pub policy: GcPolicy,
-    /// Foreground GC runs while fewer free blocks than this remain.
-    pub low_watermark: u32,
-    /// Idle GC runs until this many blocks are free.
-    pub high_watermark: u32,
-}
-
-impl GcConfig {
-    /// Greedy GC with the watermarks the presets use for `geometry`: one
-    /// erased block per die in reserve plus [`DEFAULT_LOW_WATERMARK`] (the
-    /// dies' open blocks fill in lockstep and then each needs a fresh block
-    /// at about the same time), idle GC [`DEFAULT_HIGH_WATERMARK`] above.
-    pub fn for_geometry(geometry: &Geometry) -> Self {
-        let low_watermark = geometry.dies() + DEFAULT_LOW_WATERMARK;
-        GcConfig { policy: GcPolicy::Greedy, low_watermark, high_watermark: low_watermark + DEFAULT_HIGH_WATERMARK }
-    }
-}
-
-/// Where new and relocated data are written: the write frontiers, each
-/// with one open block per die. The default (one stream, GC sharing the
-/// host's frontier) is what SandForce-era firmware does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Placement {
-    /// GC relocations get open blocks of their own, apart from host
-    /// writes (the "double log").
-    pub gc_frontier: bool,
-    /// Host write streams (1 to [`Placement::MAX_STREAMS`]), each with its
-    /// own open blocks; a write's stream is the host's hint
-    /// (`Drive::set_stream_hints`), and GC keeps relocated data in the
-    /// stream it was written to.
-    pub streams: u8,
-}
-
-impl Placement {
-    /// Most host write streams a drive takes.
-    pub const MAX_STREAMS: u8 = 8;
-
-    /// Write frontiers: every stream, twice with a GC frontier.
-    pub fn frontiers(&self) -> usize {
-        usize::from(self.streams) * if self.gc_frontier { 2 } else { 1 }
-    }
-}
-
-impl Default for Placement {
-    fn default() -> Self {
-        Placement { gc_frontier: false, streams: 1 }
     }
 }
 

@@ -18,10 +18,12 @@ use crate::lab::torture::TortureReport;
 use crate::lab::StudyError;
 
 mod check;
+mod host_parts;
 mod parts;
 mod render;
 
 pub use check::{Criterion, Kind, Verdict, DESNOYERS_2012, FORCE_GS_2012, IMPROV_2009, RAID_2012};
+use host_parts::*;
 use parts::*;
 pub use render::{fmt_ours, summary_line, write};
 
