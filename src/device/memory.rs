@@ -95,7 +95,6 @@ impl MemoryEstimate {
         let parts = self.parts.iter().map(|p| format!("{} {}", p.name, ByteSize(p.bytes))).collect::<Vec<_>>();
         let big = self.parts.iter().take_while(|p| p.bytes * 4 >= self.total() / u64::from(self.drives).max(1));
         let mut drivers: Vec<&str> = big.flat_map(|p| p.grows_with.split(", ")).collect();
-        drivers.dedup();
         drivers.sort_unstable();
         drivers.dedup();
         Err(MemoryError {
