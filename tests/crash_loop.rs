@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use duraflash::nbd::protocol::*;
 use duraflash::Drive;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 const UNIT: usize = 4096;
@@ -180,17 +180,17 @@ fn flushed_writes_survive_kill_9() {
         let mut killers = Vec::new();
         let kill_in_flush = iter % 2 == 1;
         if !kill_in_flush {
-            let delay = Duration::from_micros(rng.gen_range(0..40_000));
+            let delay = Duration::from_micros(rng.random_range(0..40_000));
             killers.push(std::thread::spawn(move || {
                 std::thread::sleep(delay);
                 kill9(pid);
             }));
         }
-        let ops = rng.gen_range(20..120);
+        let ops = rng.random_range(20..120);
         for k in 0..ops {
-            let u = rng.gen_range(0..UNITS);
+            let u = rng.random_range(0..UNITS);
             let data = pattern((iter as u64) << 32 | k);
-            let fua = rng.gen_ratio(1, 8);
+            let fua = rng.random_ratio(1, 8);
             expect.maybe.entry(u).or_default().push(data.clone());
             if c.write(u, &data, fua).is_err() {
                 break;
@@ -200,10 +200,10 @@ fn flushed_writes_survive_kill_9() {
                 expect.durable.insert(u, data);
                 expect.maybe.remove(&u);
             }
-            if rng.gen_ratio(1, 10) || (kill_in_flush && k + 1 == ops) {
+            if rng.random_ratio(1, 10) || (kill_in_flush && k + 1 == ops) {
                 if kill_in_flush && k + 1 == ops {
                     // Kill somewhere inside this flush's checkpoint.
-                    let delay = flush_time.mul_f64(rng.gen_range(0.0..1.2));
+                    let delay = flush_time.mul_f64(rng.random_range(0.0..1.2));
                     c.send(0, 3, 0, &[], 0).expect("send flush");
                     killers.push(std::thread::spawn(move || {
                         std::thread::sleep(delay);

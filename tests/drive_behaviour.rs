@@ -6,7 +6,7 @@ use std::time::Duration;
 use duraflash::config::Geometry;
 use duraflash::content::pattern::{DataSpec, PatternGen};
 use duraflash::{Drive, DriveConfig, DriveError, GcPolicy, Lba, Media, Stats};
-use rand::{Rng, RngCore, SeedableRng};
+use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 const SECTOR: u64 = 512;
@@ -101,7 +101,7 @@ fn gc_never_changes_what_a_read_returns() {
             let mut want = snapshot.clone();
             let before = drive.stats();
             for i in 0..6000 {
-                let u = rng.gen_range(0..units / 4) * 4;
+                let u = rng.random_range(0..units / 4) * 4;
                 let data = random_bytes(&mut rng, UNIT);
                 drive.write(Lba(u * US), &data).unwrap();
                 want[u as usize * UNIT..(u as usize + 1) * UNIT].copy_from_slice(&data);
@@ -199,7 +199,7 @@ fn waf_below_one_with_compressible_data() {
         let mut unit = vec![0u8; UNIT];
         for _ in 0..2 * units {
             gen.fill(&mut unit);
-            drive.write(Lba(rng.gen_range(0..units) * US), &unit).unwrap();
+            drive.write(Lba(rng.random_range(0..units) * US), &unit).unwrap();
         }
         invariants(&drive);
         drive.stats()
@@ -364,20 +364,20 @@ fn aligned_workload(drive: &mut Drive, seed: u64, rounds: u32) {
     let spec = DataSpec::compressible(50).unwrap().with_dedupe(25).unwrap();
     let mut gen = PatternGen::new(spec, seed).unwrap();
     for _ in 0..rounds {
-        let n = rng.gen_range(64..=128u64);
+        let n = rng.random_range(64..=128u64);
         let mut buf = vec![0u8; (n * UNIT as u64) as usize];
         gen.fill(&mut buf);
         let mut reqs = Vec::new();
         let mut rest = &buf[..];
         while !rest.is_empty() {
-            let take = rng.gen_range(1..=16usize).min(rest.len() / UNIT) * UNIT;
+            let take = rng.random_range(1..=16usize).min(rest.len() / UNIT) * UNIT;
             let (now, later) = rest.split_at(take);
-            reqs.push((Lba(rng.gen_range(0..=units - (take / UNIT) as u64) * US), now));
+            reqs.push((Lba(rng.random_range(0..=units - (take / UNIT) as u64) * US), now));
             rest = later;
         }
         drive.write_batch(&reqs).unwrap();
-        let start = rng.gen_range(0..units);
-        let len = rng.gen_range(1..=32u64).min(units - start);
+        let start = rng.random_range(0..units);
+        let len = rng.random_range(1..=32u64).min(units - start);
         drive.trim(&[(Lba(start * US), len * US)]).unwrap();
     }
 }
@@ -410,10 +410,10 @@ fn batch_workload(seed: u64) -> (String, Vec<u8>) {
     for _ in 0..20 {
         let mut bufs = Vec::new();
         for _ in 0..8 {
-            let sectors = rng.gen_range(1..=24u64) * if rng.gen_ratio(1, 2) { 8 } else { 1 };
+            let sectors = rng.random_range(1..=24u64) * if rng.random_ratio(1, 2) { 8 } else { 1 };
             let mut b = vec![0u8; (sectors * SECTOR) as usize];
             gen.fill(&mut b);
-            bufs.push((Lba(rng.gen_range(0..=cap - sectors)), b));
+            bufs.push((Lba(rng.random_range(0..=cap - sectors)), b));
         }
         // Overlap: the last request rewrites part of the first.
         let (lba0, first) = &bufs[0];
@@ -541,12 +541,12 @@ fn write_batch_equals_writes_one_by_one() {
     let mut gen = PatternGen::new(DataSpec::compressible(50).unwrap().with_dedupe(30).unwrap(), 15).unwrap();
     let mut batches: Vec<Vec<(Lba, Vec<u8>)>> = Vec::new();
     for _ in 0..200 {
-        let batch = (0..rng.gen_range(2..12))
+        let batch = (0..rng.random_range(2..12))
             .map(|_| {
-                let sectors = rng.gen_range(1..=48u64);
+                let sectors = rng.random_range(1..=48u64);
                 let mut b = vec![0u8; (sectors * SECTOR) as usize];
                 gen.fill(&mut b);
-                (Lba(rng.gen_range(0..=cap - sectors)), b)
+                (Lba(rng.random_range(0..=cap - sectors)), b)
             })
             .collect();
         batches.push(batch);

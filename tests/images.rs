@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use duraflash::image::{self, ImageError};
 use duraflash::{Drive, DriveConfig, Lba, Media};
 use proptest::prelude::*;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 const SECTOR: u64 = 512;
@@ -50,23 +50,23 @@ fn temp(name: &str) -> Temp {
 /// set), TRIMs, reads and idle GC, all from `rng`.
 fn step(drive: &mut Drive, rng: &mut ChaCha8Rng) {
     let cap = drive.capacity_sectors();
-    let lba = rng.gen_range(0..cap - 64) & !7;
-    match rng.gen_range(0..100) {
+    let lba = rng.random_range(0..cap - 64) & !7;
+    match rng.random_range(0..100) {
         0..=59 => {
-            let sectors = rng.gen_range(1..=64u64);
-            let seed: u64 = if rng.gen_bool(0.25) { rng.gen_range(0..8) } else { rng.gen() };
+            let sectors = rng.random_range(1..=64u64);
+            let seed: u64 = if rng.random_bool(0.25) { rng.random_range(0..8) } else { rng.random() };
             let mut data = vec![0u8; (sectors * SECTOR) as usize];
             ChaCha8Rng::seed_from_u64(seed).fill(&mut data[..]);
-            if rng.gen_bool(0.2) {
+            if rng.random_bool(0.2) {
                 data[..(sectors * SECTOR / 2) as usize].fill(0);
             }
             drive.write(Lba(lba), &data).expect("write");
         }
         60..=74 => {
-            drive.trim(&[(Lba(lba), rng.gen_range(1..=64))]).expect("trim");
+            drive.trim(&[(Lba(lba), rng.random_range(1..=64))]).expect("trim");
         }
         75..=97 => {
-            drive.read(Lba(lba), rng.gen_range(1..=64)).expect("read");
+            drive.read(Lba(lba), rng.random_range(1..=64)).expect("read");
         }
         _ => {
             drive.idle_gc().expect("idle gc");

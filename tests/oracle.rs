@@ -22,7 +22,7 @@ use duraflash::config::Geometry;
 use duraflash::{Drive, DriveConfig, DriveError, GcPolicy, Lba, Lpn, Stats};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as PtConfig, FileFailurePersistence, TestCaseError, TestError, TestRunner};
-use rand::{Rng, RngCore, SeedableRng};
+use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 const SECTOR: u64 = 512;
@@ -279,66 +279,75 @@ fn op_strategy() -> impl Strategy<Value = Op> {
 /// The same operation mix from a seeded generator, for the long runs.
 fn random_op(rng: &mut ChaCha8Rng) -> Op {
     fn content(rng: &mut ChaCha8Rng) -> Content {
-        match rng.gen_range(0..12) {
-            0..=4 => Content::Random(rng.gen()),
-            5..=6 => Content::Byte(rng.gen()),
-            7..=8 => Content::Pattern(rng.gen(), rng.gen_range(1..=16)),
+        match rng.random_range(0..12) {
+            0..=4 => Content::Random(rng.random()),
+            5..=6 => Content::Byte(rng.random()),
+            7..=8 => Content::Pattern(rng.random(), rng.random_range(1..=16)),
             9 => Content::Zeros,
-            _ => Content::HalfZero(rng.gen()),
+            _ => Content::HalfZero(rng.random()),
         }
     }
     fn sectors(rng: &mut ChaCha8Rng) -> u64 {
-        if rng.gen_ratio(1, 9) {
-            rng.gen_range(25..=160)
+        if rng.random_ratio(1, 9) {
+            rng.random_range(25..=160)
         } else {
-            rng.gen_range(1..=24)
+            rng.random_range(1..=24)
         }
     }
     fn bad_len(rng: &mut ChaCha8Rng) -> usize {
-        match rng.gen_range(0..3) {
+        match rng.random_range(0..3) {
             0 => 0,
-            1 => rng.gen_range(1..512),
-            _ => rng.gen_range(1..16) * 512 + rng.gen_range(1..512),
+            1 => rng.random_range(1..512),
+            _ => rng.random_range(1..16) * 512 + rng.random_range(1..512),
         }
     }
     // Secure erase is rarer here than in the short proptest sequences so
     // that long runs spend their time full.
-    match rng.gen_range(0..1000) {
-        0..=339 => Op::Write { lba: rng.gen(), sectors: sectors(rng), aligned: rng.gen(), content: content(rng) },
-        340..=399 => Op::Replay(rng.gen()),
-        400..=459 => Op::Duplicate { pick: rng.gen(), lba: rng.gen() },
-        460..=519 => Op::CopyUnits { src: rng.gen(), dst: rng.gen(), units: rng.gen_range(1..=8) },
+    match rng.random_range(0..1000) {
+        0..=339 => Op::Write { lba: rng.random(), sectors: sectors(rng), aligned: rng.random(), content: content(rng) },
+        340..=399 => Op::Replay(rng.random_range(0..=usize::MAX)),
+        400..=459 => Op::Duplicate { pick: rng.random_range(0..=usize::MAX), lba: rng.random() },
+        460..=519 => Op::CopyUnits { src: rng.random(), dst: rng.random(), units: rng.random_range(1..=8) },
         520..=609 => {
-            let n = rng.gen_range(2..6);
-            let reqs = (0..n).map(|_| (rng.gen_range(0..48), sectors(rng), rng.gen(), content(rng))).collect();
-            Op::Batch { base: rng.gen(), reqs }
+            let n = rng.random_range(2..6);
+            let reqs = (0..n).map(|_| (rng.random_range(0..48), sectors(rng), rng.random(), content(rng))).collect();
+            Op::Batch { base: rng.random(), reqs }
         }
         610..=699 => {
-            let n = rng.gen_range(1..4);
+            let n = rng.random_range(1..4);
             Op::Trim(
                 (0..n)
                     .map(|_| {
-                        (rng.gen(), if rng.gen_ratio(1, 5) { rng.gen_range(41..=400) } else { rng.gen_range(0..=40) })
+                        (
+                            rng.random(),
+                            if rng.random_ratio(1, 5) { rng.random_range(41..=400) } else { rng.random_range(0..=40) },
+                        )
                     })
                     .collect(),
             )
         }
-        700..=849 => Op::Read { lba: rng.gen(), sectors: sectors(rng) },
+        700..=849 => Op::Read { lba: rng.random(), sectors: sectors(rng) },
         850..=859 => Op::ReadAll,
         860..=899 => Op::IdleGc,
         900 => Op::SecureErase,
         901..=903 => Op::Clone,
         904..=905 => Op::SaveLoad,
-        _ => Op::Invalid(match rng.gen_range(0..7) {
-            0 => Bad::WritePastEnd { back: rng.gen_range(0..16), extra: rng.gen_range(1..32) },
-            1 => Bad::WriteMisaligned { lba: rng.gen(), len: bad_len(rng) },
+        _ => Op::Invalid(match rng.random_range(0..7) {
+            0 => Bad::WritePastEnd { back: rng.random_range(0..16), extra: rng.random_range(1..32) },
+            1 => Bad::WriteMisaligned { lba: rng.random(), len: bad_len(rng) },
             2 => Bad::WriteOverflow,
-            3 => Bad::ReadZero { lba: rng.gen() },
-            4 => Bad::ReadPastEnd { back: rng.gen_range(0..16), extra: rng.gen_range(1..32) },
-            5 => {
-                Bad::TrimPartlyOutOfRange { lba: rng.gen(), sectors: rng.gen_range(1..64), extra: rng.gen_range(1..32) }
-            }
-            _ => Bad::BatchPartlyMisaligned { lba: rng.gen(), sectors: rng.gen_range(1..32), bad_len: bad_len(rng) },
+            3 => Bad::ReadZero { lba: rng.random() },
+            4 => Bad::ReadPastEnd { back: rng.random_range(0..16), extra: rng.random_range(1..32) },
+            5 => Bad::TrimPartlyOutOfRange {
+                lba: rng.random(),
+                sectors: rng.random_range(1..64),
+                extra: rng.random_range(1..32),
+            },
+            _ => Bad::BatchPartlyMisaligned {
+                lba: rng.random(),
+                sectors: rng.random_range(1..32),
+                bad_len: bad_len(rng),
+            },
         }),
     }
 }
@@ -843,11 +852,11 @@ impl Harness {
         let gen = |rng: &mut ChaCha8Rng, n: u64| -> Vec<u8> {
             let mut out = Vec::with_capacity(n as usize * ub);
             for _ in 0..n {
-                let content = match rng.gen_range(0..20) {
-                    0..=13 => Content::Random(rng.gen()),
-                    14..=16 => Content::HalfZero(rng.gen()),
-                    17 => Content::Byte(rng.gen_range(0..4)),
-                    _ => Content::Pattern(rng.gen_range(0..4), 7),
+                let content = match rng.random_range(0..20) {
+                    0..=13 => Content::Random(rng.random()),
+                    14..=16 => Content::HalfZero(rng.random()),
+                    17 => Content::Byte(rng.random_range(0..4)),
+                    _ => Content::Pattern(rng.random_range(0..4), 7),
                 };
                 out.extend(fill(&content, ub));
             }
@@ -871,7 +880,7 @@ impl Harness {
             if extra.is_some_and(|end| i >= end) {
                 break;
             }
-            let u = rng.gen_range(0..units);
+            let u = rng.random_range(0..units);
             let data = gen(&mut rng, 1);
             self.drive.write(Lba(u * us), &data).map_err(|e| format!("prefill rewrite failed: {e}"))?;
             self.model_write(u * us, &data);

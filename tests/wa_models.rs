@@ -108,7 +108,14 @@ fn windowed_greedy_spans_fifo_to_greedy() {
     assert!(same(&run(GcPolicy::Windowed(1)), &run(GcPolicy::Fifo)), "a window of one is FIFO");
     assert!(same(&run(GcPolicy::Windowed(100_000)), &run(GcPolicy::Greedy)), "a window of every block is greedy");
     let waf: Vec<f64> = [2, 8, 64, 100_000].map(|w| run(GcPolicy::Windowed(w)).waf).to_vec();
-    assert!(waf.windows(2).all(|p| p[0] > p[1]), "a wider window cleans emptier blocks: {waf:?}");
+    // Windows of 2 and 8 differ by about 0.3 % on average, below the 0.6 %
+    // that one window's WAF moves between seeds (3.953-3.976 at seeds
+    // 1, 2, 3, 5, 7): between them only "no worse beyond that noise" can
+    // be asserted. From 2 to 64 to every block the gains (3 %, 6 %) are
+    // far above it.
+    let (two, eight, wide, all) = (waf[0], waf[1], waf[2], waf[3]);
+    assert!(eight < two * 1.006, "a window of 8 is no worse than 2 beyond seed noise: {waf:?}");
+    assert!(two > wide * 1.02 && wide > all * 1.02, "a wider window cleans emptier blocks: {waf:?}");
 }
 
 #[test]

@@ -44,7 +44,7 @@
 //! equals the previous one (the documented intent). The number of distinct
 //! contents is the same, and every duplicate matches data already written.
 
-use rand::{Rng, RngCore, SeedableRng};
+use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::fmt;
 
@@ -322,10 +322,10 @@ impl PatternGen {
     fn next_content_id(&mut self) -> u64 {
         self.units += 1;
         let pct = self.spec.dedupe_pct;
-        if pct > 0 && self.decide.gen_range(1..=100u8) <= pct {
+        if pct > 0 && self.decide.random_range(1..=100u8) <= pct {
             let id = match self.spec.dedupe_mode {
                 DedupeMode::Repeat => self.unique.checked_sub(1),
-                DedupeMode::WorkingSet { units } => Some(self.decide.gen_range(0..units)),
+                DedupeMode::WorkingSet { units } => Some(self.decide.random_range(0..units)),
             };
             if let Some(id) = id {
                 self.dedupe_units += 1;

@@ -3,7 +3,7 @@
 //! A randomised policy takes its randomness as an argument (`draw`), so the
 //! same view and draw always give the same block.
 
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::config::GcPolicy;
@@ -69,7 +69,7 @@ pub fn choose(policy: GcPolicy, views: impl IntoIterator<Item = BlockView>, draw
             let mut rng = ChaCha8Rng::seed_from_u64(draw);
             let picks = (d as usize).min(all.len());
             for i in 0..picks {
-                let j = rng.gen_range(i..all.len());
+                let j = rng.random_range(i..all.len());
                 all.swap(i, j);
             }
             all[..picks].iter().copied().min_by_key(fewest_live)

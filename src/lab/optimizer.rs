@@ -7,7 +7,7 @@
 //! unchanged on each state, so the states differ only in what the drive
 //! believes is still data.
 
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
@@ -151,10 +151,10 @@ const SMALL_FILE_CLUSTERS: u64 = 16;
 
 /// A file size in clusters: mostly small documents, some large media.
 fn file_clusters(rng: &mut ChaCha8Rng) -> u64 {
-    if rng.gen_bool(0.7) {
-        rng.gen_range(1..=SMALL_FILE_CLUSTERS)
+    if rng.random_bool(0.7) {
+        rng.random_range(1..=SMALL_FILE_CLUSTERS)
     } else {
-        rng.gen_range(64..=1024)
+        rng.random_range(64..=1024)
     }
 }
 
@@ -162,7 +162,7 @@ fn file_clusters(rng: &mut ChaCha8Rng) -> u64 {
 /// directory, large ones at the cursor.
 fn place(fs: &mut FileSystem, size: u64, rng: &mut ChaCha8Rng) -> Option<FileId> {
     if size <= SMALL_FILE_CLUSTERS {
-        let hint = rng.gen_range(0..fs.clusters());
+        let hint = rng.random_range(0..fs.clusters());
         fs.create_near(size, hint)
     } else {
         fs.create(size)
@@ -187,23 +187,23 @@ fn scenario(fs: &mut FileSystem, sc: &Scenario, capacity: u64, rng: &mut ChaCha8
     let mut moved = 0;
     while moved < budget {
         let start = out.len();
-        let write = rng.gen_bool(sc.write_share);
+        let write = rng.random_bool(sc.write_share);
         let live = fs.live_files();
-        if rng.gen_bool(sc.small_share) && !live.is_empty() {
-            let f = live[rng.gen_range(0..live.len())];
-            let e = fs.extents(f)[rng.gen_range(0..fs.extents(f).len())];
-            let c = e.start + rng.gen_range(0..e.len);
+        if rng.random_bool(sc.small_share) && !live.is_empty() {
+            let f = live[rng.random_range(0..live.len())];
+            let e = fs.extents(f)[rng.random_range(0..fs.extents(f).len())];
+            let c = e.start + rng.random_range(0..e.len);
             out.push(if write { Cmd::Write(c * per, per) } else { Cmd::Read(c * per, per) });
         } else if write {
             let size = file_clusters(rng);
             while fs.free_clusters() < size + fs.clusters() / 4 {
                 let live = fs.live_files();
-                fs.delete(live[rng.gen_range(0..live.len())]);
+                fs.delete(live[rng.random_range(0..live.len())]);
             }
             let f = place(fs, size, rng).expect("space was made");
             file_io(fs, f, true, &mut out);
         } else if !live.is_empty() {
-            file_io(fs, live[rng.gen_range(0..live.len())], false, &mut out);
+            file_io(fs, live[rng.random_range(0..live.len())], false, &mut out);
         }
         moved += out[start..].iter().map(cmd_bytes).sum::<u64>();
     }
@@ -226,7 +226,7 @@ fn build(capacity: u64, seed: u64) -> (Vec<Cmd>, FileSystem, Vec<Vec<Cmd>>) {
         }
     }
     for f in fs.live_files() {
-        if rng.gen_bool(1.0 / 3.0) {
+        if rng.random_bool(1.0 / 3.0) {
             fs.delete(f);
         }
     }

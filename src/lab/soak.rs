@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
@@ -99,13 +99,14 @@ pub fn run(drive: &mut Drive, spec: &SoakSpec, progress: &mut dyn FnMut(f64)) ->
     let started = Instant::now();
     for op in 1..=spec.ops {
         let at = |what: &str, e: String| StudyError::Violation(format!("op {op}: {what}: {e}"));
-        let first = rng.gen_range(0..units - 16);
-        match rng.gen_range(0..100) {
+        let first = rng.random_range(0..units - 16);
+        match rng.random_range(0..100) {
             0..=44 => {
-                let n = rng.gen_range(1..=8u64);
+                let n = rng.random_range(1..=8u64);
                 data.clear();
                 for u in first..first + n {
-                    let seed = if rng.gen_ratio(1, 3) { rng.gen_range(1..=64) } else { rng.gen::<u64>() | 1 << 63 };
+                    let seed =
+                        if rng.random_ratio(1, 3) { rng.random_range(1..=64) } else { rng.random::<u64>() | 1 << 63 };
                     unit(seed, ub, &mut expect);
                     data.extend_from_slice(&expect);
                     shadow[u as usize] = Some(seed);
@@ -114,7 +115,7 @@ pub fn run(drive: &mut Drive, spec: &SoakSpec, progress: &mut dyn FnMut(f64)) ->
                 r.writes += 1;
             }
             45..=79 => {
-                let n = rng.gen_range(1..=8u64);
+                let n = rng.random_range(1..=8u64);
                 let got = drive.read(Lba(first * us), n * us).map_err(|e| at("read", e.to_string()))?;
                 for (i, u) in (first..first + n).enumerate() {
                     match shadow[u as usize] {
@@ -128,7 +129,7 @@ pub fn run(drive: &mut Drive, spec: &SoakSpec, progress: &mut dyn FnMut(f64)) ->
                 r.reads += 1;
             }
             80..=94 => {
-                let n = rng.gen_range(1..=16u64);
+                let n = rng.random_range(1..=16u64);
                 drive.trim(&[(Lba(first * us), n * us)]).map_err(|e| at("trim", e.to_string()))?;
                 // The firmware decides what a TRIM unmaps (the 5.0.x defect
                 // leaves some units): units still mapped keep their content.

@@ -10,7 +10,7 @@
 
 use std::str::FromStr;
 
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution as _, Zipf};
 use serde::Serialize;
@@ -196,7 +196,7 @@ impl SlotStream {
         let kind = match access {
             Access::Uniform => Kind::Uniform,
             Access::Sequential => Kind::Sequential(0),
-            Access::Zipf(theta) => Kind::Zipf(Zipf::new(slots, theta).map_err(|e| bad(format!("zipf: {e}")))?),
+            Access::Zipf(theta) => Kind::Zipf(Zipf::new(slots as f64, theta).map_err(|e| bad(format!("zipf: {e}")))?),
             Access::Pareto(h) => {
                 if !(h > 0.0 && h < 1.0) {
                     return Err(bad(format!("pareto h {h} must be in (0, 1)")));
@@ -218,7 +218,7 @@ impl SlotStream {
     /// The next slot.
     pub fn next_slot(&mut self) -> u64 {
         match &mut self.kind {
-            Kind::Uniform => self.rng.gen_range(0..self.slots),
+            Kind::Uniform => self.rng.random_range(0..self.slots),
             Kind::Sequential(next) => {
                 let s = *next;
                 *next = (s + 1) % self.slots;
@@ -229,15 +229,15 @@ impl SlotStream {
                 scatter(rank, self.slots)
             }
             Kind::Pareto(pow) => {
-                let u: f64 = self.rng.gen();
+                let u: f64 = self.rng.random();
                 let rank = ((self.slots - 1) as f64 * u.powf(*pow)) as u64;
                 scatter(rank.min(self.slots - 1), self.slots)
             }
             Kind::HotCold { hot, threshold } => {
-                if self.rng.gen::<u64>() < *threshold {
-                    self.rng.gen_range(0..*hot)
+                if self.rng.random::<u64>() < *threshold {
+                    self.rng.random_range(0..*hot)
                 } else {
-                    self.rng.gen_range(*hot..self.slots)
+                    self.rng.random_range(*hot..self.slots)
                 }
             }
         }
@@ -253,12 +253,12 @@ impl SlotStream {
 
     /// A uniform draw from `0..n`, from the same seeded stream.
     pub fn uniform(&mut self, n: u64) -> u64 {
-        self.rng.gen_range(0..n)
+        self.rng.random_range(0..n)
     }
 
     /// True with probability `pct` / 100.
     pub fn chance(&mut self, pct: u8) -> bool {
-        pct > 0 && self.rng.gen_range(0..100u8) < pct
+        pct > 0 && self.rng.random_range(0..100u8) < pct
     }
 }
 
