@@ -56,8 +56,8 @@ fn usage_error(args: &[&str], needles: &[&str]) -> String {
 
 #[test]
 fn hdtach_json_plot_and_determinism() {
-    let plot = scratch("hdtach.svg");
-    let plot_arg = plot.to_str().unwrap();
+    let plots = scratch("hdtach-plots");
+    let plot_arg = plots.to_str().unwrap();
     let args = ["hdtach", "--capacity", "1GiB", "--zones", "8", "--quiet", "--json", "-", "--plot", plot_arg];
     let (v, bytes) = json(&args);
     for key in ["command", "version", "seed", "config", "read", "write"] {
@@ -81,14 +81,14 @@ fn hdtach_json_plot_and_determinism() {
     assert!(read > write, "a clean drive reads faster than it writes: {read:.1} vs {write:.1}");
     assert_eq!(array_at(&v, "/write/zones").len(), 8);
 
-    let svg = std::fs::read_to_string(&plot).expect("--plot wrote the file");
+    let svg = std::fs::read_to_string(plots.join("hdtach.svg")).expect("--plot DIR wrote DIR/hdtach.svg");
     assert!(svg.starts_with("<svg"), "not an SVG: {}", &svg[..svg.len().min(80)]);
     assert!(svg.contains("MB/s"), "the plot's axis names MB/s");
     assert!(svg.trim_end().ends_with("</svg>"));
 
     let (_, again) = json(&args);
     assert!(bytes == again, "same seed, different JSON");
-    let _ = std::fs::remove_file(&plot);
+    let _ = std::fs::remove_dir_all(&plots);
 }
 
 #[test]

@@ -217,3 +217,57 @@ fn names_in_output_are_lower_case_and_hyphenated() {
     }
     let _ = std::fs::remove_file(image);
 }
+
+/// Every command that draws takes `--plot DIR`; a file name is refused
+/// before anything runs, naming the flag.
+const PLOTTING: [&[&str]; 9] = [
+    &["hdtach"],
+    &["atto"],
+    &["iometer"],
+    &["torture"],
+    &["corpus"],
+    &["sweep"],
+    &["bench", "--sizes", "1GiB"],
+    &["raid", "--level", "0", "--members", "2", "--driver", "passthrough"],
+    &["replay", "tests/data/trace-fiu-mail.txt"],
+];
+
+#[test]
+fn plot_names_a_directory_for_every_command() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("plot-{}", std::process::id()));
+    let file = dir.join("chart.svg");
+    for cmd in PLOTTING {
+        usage_error(&[cmd, &["--plot", file.to_str().unwrap()]].concat(), &["--plot", "takes a directory"]);
+    }
+    assert!(!file.exists(), "a refused --plot created {}", file.display());
+    // The directory form writes every chart the command draws into it.
+    let sweep = dir.join("sweep");
+    let args = ["sweep", "--capacity", "64MiB", "--pages-per-block", "16", "--op", "10%,30%", "--quiet"];
+    let out = duraflash(&[&args[..], &["--plot", sweep.to_str().unwrap()]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let svg = std::fs::read_to_string(sweep.join("sweep.svg")).expect("sweep --plot DIR writes DIR/sweep.svg");
+    assert!(svg.starts_with("<svg") && svg.contains("WAF"), "not a WAF chart");
+}
+
+#[test]
+fn corpus_output_fits_in_100_columns() {
+    let out = duraflash(&["corpus", "alice29", "random", "--capacity", "256MiB", "--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().count() > 4, "no table: {text}");
+    for line in text.lines() {
+        assert!(line.chars().count() <= 100, "{} columns: {line}", line.chars().count());
+    }
+}
+
+#[test]
+fn gen_trace_without_arguments_prints_its_usage_not_a_traceback() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/gen-trace.py");
+    for args in [&[][..], &["msr"], &["nope", "10"], &["fiu", "ten"]] {
+        let out = Command::new("python3").arg(script).args(args).output().expect("python3 runs");
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("usage: gen-trace.py msr|fiu RECORDS"), "{args:?}: {err}");
+        assert!(!err.contains("Traceback"), "{args:?}: {err}");
+    }
+}

@@ -10,7 +10,7 @@ use duraflash::config::{DriveConfig, Media};
 use duraflash::lab::soak;
 use duraflash::Drive;
 
-use super::output::{emit, progress_bar, with_phases, write_plot};
+use super::output::{emit, progress_bar, with_phases, PlotDir};
 use super::{setup_threads, DriveArgs, Failure, Output, Reads};
 
 #[derive(Args)]
@@ -41,8 +41,8 @@ pub(crate) struct BenchArgs {
     /// Seed of every random stream.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Plot wall time per host write against capacity (SVG) when several sizes run.
-    #[arg(long)]
+    /// Plot wall time per host write against capacity, when several sizes run, into DIR/bench.svg.
+    #[arg(long, value_name = "DIR")]
     plot: Option<PathBuf>,
     #[command(flatten)]
     out: Output,
@@ -83,6 +83,7 @@ pub(crate) struct BenchOutput<'a> {
 pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
     use duraflash::lab::bench::{self, BenchSpec};
     setup_threads(&args.out)?;
+    let plots = PlotDir::open(&args.plot, args.out.quiet)?;
     let preset = DriveConfig::preset(&args.preset).map_err(|e| Failure::Usage(format!("--preset: {e}")))?;
     let mut sizes = Vec::new();
     for s in &args.sizes {
@@ -150,8 +151,8 @@ pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
         }
         summary += &format!("  {:<16} {:>8.2} (metadata)\n", "total", last.footprint.per_unit());
     }
-    if let (Some(path), Some(chart)) = (&args.plot, bench::chart(&args.preset, &points)) {
-        write_plot(&Some(path.clone()), &chart)?;
+    if let (Some(p), Some(chart)) = (&plots, bench::chart(&args.preset, &points)) {
+        p.line("bench.svg", &chart)?;
     }
     let output = BenchOutput {
         command: std::env::args().collect(),

@@ -2,7 +2,7 @@
 //! `--smart` output, progress bars on stderr, plots named by `--plot`.
 
 use std::io::{IsTerminal, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
@@ -10,7 +10,7 @@ use serde::Serialize;
 use duraflash::config::DriveConfig;
 use duraflash::host::smart::Smart;
 use duraflash::image::ImageLock;
-use duraflash::lab::plot::{self, LineChart};
+use duraflash::lab::plot::{self, BarChart, LineChart};
 use duraflash::Drive;
 
 use super::{open_drive, DriveArgs, Failure, Output, Reads};
@@ -77,10 +77,53 @@ pub(crate) fn with_progress<T: Send>(out: &Output, phase: &str, f: impl FnOnce(&
     with_phases(out.quiet, |tick| f(&mut |x| tick(phase, x)))
 }
 
-pub(crate) fn write_plot(path: &Option<std::path::PathBuf>, chart: &LineChart) -> Result<(), Failure> {
-    match path {
-        Some(p) => plot::line_chart(p, chart).map_err(|e| Failure::Run(format!("--plot {}: {e}", p.display()))),
-        None => Ok(()),
+/// `--plot DIR`, one meaning for every command: a directory that receives
+/// each of the command's charts as `NAME.svg`.
+pub(crate) struct PlotDir {
+    dir: PathBuf,
+    quiet: bool,
+}
+
+impl PlotDir {
+    /// Checks `--plot` before anything runs and creates the directory: a
+    /// path that names a file, or looks like one (`x.svg`), is a usage
+    /// error rather than a surprise at the end of a long run.
+    pub(crate) fn open(arg: &Option<PathBuf>, quiet: bool) -> Result<Option<PlotDir>, Failure> {
+        let Some(dir) = arg else { return Ok(None) };
+        let usage = |why: String| {
+            Failure::Usage(format!(
+                "--plot {}: {why}; --plot takes a directory and writes each chart into it as NAME.svg",
+                dir.display()
+            ))
+        };
+        if dir.exists() && !dir.is_dir() {
+            return Err(usage("is a file, not a directory".into()));
+        }
+        let ext = dir.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+        if !dir.exists() && matches!(ext.as_deref(), Some("svg" | "png" | "pdf")) {
+            return Err(usage("looks like a file name".into()));
+        }
+        std::fs::create_dir_all(dir).map_err(|e| usage(e.to_string()))?;
+        Ok(Some(PlotDir { dir: dir.clone(), quiet }))
+    }
+
+    /// Writes `chart` into the directory as `file` (`NAME.svg`).
+    pub(crate) fn line(&self, file: &str, chart: &LineChart) -> Result<(), Failure> {
+        self.write(file, |p| plot::line_chart(p, chart))
+    }
+
+    /// Writes the bar chart `chart` into the directory as `file`.
+    pub(crate) fn bars(&self, file: &str, chart: &BarChart) -> Result<(), Failure> {
+        self.write(file, |p| plot::bar_chart(p, chart))
+    }
+
+    fn write(&self, file: &str, draw: impl FnOnce(&Path) -> Result<(), plot::PlotError>) -> Result<(), Failure> {
+        let path = self.dir.join(file);
+        draw(&path).map_err(|e| Failure::Run(format!("--plot {}: {e}", path.display())))?;
+        if !self.quiet {
+            eprintln!("duraflash: wrote {}", path.display());
+        }
+        Ok(())
     }
 }
 

@@ -18,7 +18,7 @@ use duraflash::trace::target::ReplayTarget;
 use duraflash::trace::{self, BlkAction, Format, ParseOptions, TraceReader};
 use duraflash::{ByteSize, Drive};
 
-use super::output::{build, emit, with_progress, write_plot, Provenance};
+use super::output::{build, emit, with_progress, PlotDir, Provenance};
 use super::trim::{parse_level, parse_policy};
 use super::{parse_pct, save_image, setup_threads, DriveArgs, Failure, Output, Reads};
 
@@ -53,8 +53,8 @@ pub(crate) struct ReplayArgs {
     /// Skip malformed lines and count them (default: stop at the first with its line number).
     #[arg(long)]
     skip_bad: bool,
-    /// Write the WAF-over-time chart (waf.svg) into this directory.
-    #[arg(long)]
+    /// Write the WAF-over-time chart into DIR/waf.svg.
+    #[arg(long, value_name = "DIR")]
     plot: Option<PathBuf>,
     #[command(flatten)]
     drive: DriveArgs,
@@ -166,6 +166,7 @@ struct ArrayInfo {
 
 pub(crate) fn replay(args: ReplayArgs) -> Result<(), Failure> {
     setup_threads(&args.out)?;
+    let plots = PlotDir::open(&args.plot, args.out.quiet)?;
     if args.qd == 0 {
         return Err(Failure::Usage("--qd: must be at least 1".into()));
     }
@@ -258,9 +259,8 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<(), Failure> {
             (cfg, name, array.capacity_bytes(), report, format, spec, smart, Some(info))
         }
     };
-    if let Some(dir) = &args.plot {
-        std::fs::create_dir_all(dir).map_err(|e| Failure::Run(format!("--plot {}: {e}", dir.display())))?;
-        write_plot(&Some(dir.join("waf.svg")), &waf_chart(&name, capacity, &path, &report))?;
+    if let Some(p) = &plots {
+        p.line("waf.svg", &waf_chart(&name, capacity, &path, &report))?;
     }
     let c = &report.counts;
     let records = c.rejected_beyond_capacity + c.rejected_oversized;

@@ -1,7 +1,7 @@
 //! The single-drive benchmarks: `wa`, `hdtach`, `atto`, `iometer`, `run`
 //! (fio job files) and `torture`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use serde::Serialize;
@@ -17,7 +17,7 @@ use duraflash::workload::job::{fill_spec, run_job};
 use duraflash::workload::review::{self, AttoPoint, HdTach, IometerPoint};
 use duraflash::ByteSize;
 
-use super::output::{build, emit, name, on_off, size_label, with_phases, with_progress, write_plot, Provenance};
+use super::output::{build, emit, name, on_off, size_label, with_phases, with_progress, PlotDir, Provenance};
 use super::{
     open_drive, parse_access, parse_pct, save_image, setup_threads, DataArgs, DriveArgs, Failure, Output, Reads,
 };
@@ -164,8 +164,8 @@ pub(crate) struct HdtachArgs {
     /// Fill the drive sequentially first (default: measure the secure-erased drive).
     #[arg(long)]
     fill: bool,
-    /// Write the HD Tach graph (MB/s against position) as SVG.
-    #[arg(long)]
+    /// Write the HD Tach graph (MB/s against position) into DIR/hdtach.svg.
+    #[arg(long, value_name = "DIR")]
     plot: Option<PathBuf>,
     #[command(flatten)]
     out: Output,
@@ -185,6 +185,7 @@ pub(crate) struct HdtachOutput<'a> {
 
 pub(crate) fn hdtach(args: HdtachArgs) -> Result<(), Failure> {
     setup_threads(&args.out)?;
+    let plots = PlotDir::open(&args.plot, args.out.quiet)?;
     let (data, _) = args.data.spec()?;
     if args.zones == 0 {
         return Err(Failure::Usage("--zones: must be at least 1".into()));
@@ -220,7 +221,9 @@ pub(crate) fn hdtach(args: HdtachArgs) -> Result<(), Failure> {
         y_from_zero: true,
         ..Default::default()
     };
-    write_plot(&args.plot, &chart)?;
+    if let Some(p) = &plots {
+        p.line("hdtach.svg", &chart)?;
+    }
     let summary = format!(
         "HD Tach {} ({} zones): read {:.1} MB/s average, write {:.1} MB/s average\n",
         drive.config().name,
@@ -245,8 +248,8 @@ pub(crate) struct AttoArgs {
     /// Span written and read at each transfer size.
     #[arg(long, default_value = "256MiB")]
     span: ByteSize,
-    /// Write the ATTO chart (MB/s against transfer size) as SVG.
-    #[arg(long)]
+    /// Write the ATTO chart (MB/s against transfer size) into DIR/atto.svg.
+    #[arg(long, value_name = "DIR")]
     plot: Option<PathBuf>,
     #[command(flatten)]
     out: Output,
@@ -266,6 +269,7 @@ pub(crate) struct AttoOutput<'a> {
 
 pub(crate) fn atto(args: AttoArgs) -> Result<(), Failure> {
     setup_threads(&args.out)?;
+    let plots = PlotDir::open(&args.plot, args.out.quiet)?;
     if args.span.0 < review::ATTO_SIZES[0] {
         return Err(Failure::Usage(format!("--span {}: must hold at least one 512-byte transfer", args.span.0)));
     }
@@ -285,7 +289,9 @@ pub(crate) fn atto(args: AttoArgs) -> Result<(), Failure> {
         x_log2: true,
         ..Default::default()
     };
-    write_plot(&args.plot, &chart)?;
+    if let Some(p) = &plots {
+        p.line("atto.svg", &chart)?;
+    }
     let mut summary = format!(
         "ATTO {} (QD {}):\n{:>10} {:>10} {:>10}\n",
         drive.config().name,
@@ -324,8 +330,8 @@ pub(crate) struct IometerArgs {
     /// Commands per queue depth and direction.
     #[arg(long, default_value_t = 20_000)]
     ops: u64,
-    /// Write the IOPS-against-queue-depth chart as SVG.
-    #[arg(long)]
+    /// Write the IOPS-against-queue-depth chart into DIR/iometer.svg.
+    #[arg(long, value_name = "DIR")]
     plot: Option<PathBuf>,
     #[command(flatten)]
     out: Output,
@@ -348,6 +354,7 @@ pub(crate) struct IometerOutput<'a> {
 
 pub(crate) fn iometer(args: IometerArgs) -> Result<(), Failure> {
     setup_threads(&args.out)?;
+    let plots = PlotDir::open(&args.plot, args.out.quiet)?;
     let (data, _) = args.data.spec()?;
     if args.ops == 0 {
         return Err(Failure::Usage("--ops: must be at least 1".into()));
@@ -374,7 +381,9 @@ pub(crate) fn iometer(args: IometerArgs) -> Result<(), Failure> {
         x_log2: false,
         ..Default::default()
     };
-    write_plot(&args.plot, &chart)?;
+    if let Some(p) = &plots {
+        p.line("iometer.svg", &chart)?;
+    }
     let mut summary = format!(
         "IOmeter 4 KiB random {}:\n{:>4} {:>10} {:>10}\n",
         drive.config().name,
@@ -417,8 +426,8 @@ pub(crate) struct TortureArgs {
     /// Also run ATTO over this span at every state (sizes below 4 KiB need --media memory).
     #[arg(long)]
     atto: Option<ByteSize>,
-    /// Write the HD Tach read and write graphs (SVG) into this directory.
-    #[arg(long)]
+    /// Write the HD Tach read and write graphs (SVG) into DIR.
+    #[arg(long, value_name = "DIR")]
     plot: Option<PathBuf>,
     #[command(flatten)]
     out: Output,
@@ -442,6 +451,7 @@ pub(crate) struct TortureOutput<'a> {
 
 pub(crate) fn torture(args: TortureArgs) -> Result<(), Failure> {
     setup_threads(&args.out)?;
+    let plots = PlotDir::open(&args.plot, args.out.quiet)?;
     // The protocol reads only for timing: the write sweeps run on copies,
     // so it holds two drives at once.
     let cfg = args.drive.build_held(Reads::Timing, 2).map_err(Failure::Usage)?;
@@ -475,8 +485,8 @@ pub(crate) fn torture(args: TortureArgs) -> Result<(), Failure> {
     };
     let report =
         with_phases(args.out.quiet, |progress| torture::torture(&cfg, &spec, progress)).map_err(Failure::run)?;
-    if let Some(dir) = &args.plot {
-        torture_plots(dir, &cfg, &report)?;
+    if let Some(p) = &plots {
+        torture_plots(p, &cfg, &report)?;
     }
     let states = [
         ("clean", &report.clean),
@@ -516,10 +526,9 @@ pub(crate) fn torture(args: TortureArgs) -> Result<(), Failure> {
     emit(&args.out, &summary, &TortureOutput { provenance: Provenance::new(&cfg), report: &report }, &smart)
 }
 
-pub(crate) fn torture_plots(dir: &Path, cfg: &DriveConfig, r: &TortureReport) -> Result<(), Failure> {
-    std::fs::create_dir_all(dir).map_err(|e| Failure::Run(format!("--plot {}: {e}", dir.display())))?;
+pub(crate) fn torture_plots(plots: &PlotDir, cfg: &DriveConfig, r: &TortureReport) -> Result<(), Failure> {
     for (file, chart) in torture::hdtach_charts(&cfg.name, r) {
-        write_plot(&Some(dir.join(file)), &chart)?;
+        plots.line(&file, &chart)?;
     }
     Ok(())
 }

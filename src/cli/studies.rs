@@ -12,7 +12,7 @@ use duraflash::lab::plot;
 use duraflash::lab::sweep::{self as sw, Grid, SweepRun};
 use duraflash::ByteSize;
 
-use super::output::{emit, name, progress_bar, with_phases, with_progress, write_plot, Provenance};
+use super::output::{emit, name, progress_bar, with_phases, with_progress, PlotDir, Provenance};
 use super::{parse_gc, parse_media, parse_op, parse_pct, setup_threads, DriveArgs, Failure, Output, Reads};
 
 #[derive(Args)]
@@ -36,8 +36,8 @@ pub(crate) struct CorpusArgs {
     /// List the known corpora and exit.
     #[arg(long)]
     list: bool,
-    /// Write a bar chart (compression, dedup, WAF per corpus) as SVG.
-    #[arg(long)]
+    /// Write a bar chart (compression, dedup, WAF per corpus) into DIR/corpus.svg.
+    #[arg(long, value_name = "DIR")]
     plot: Option<PathBuf>,
     #[command(flatten)]
     out: Output,
@@ -56,6 +56,7 @@ pub(crate) fn corpus(args: CorpusArgs) -> Result<(), Failure> {
     use duraflash::content::corpus::{self, Corpus};
     use duraflash::lab::corpora::{run, CorpusSpec};
     setup_threads(&args.out)?;
+    let plots = PlotDir::open(&args.plot, args.out.quiet)?;
     let dir = args.corpora_dir.clone().unwrap_or_else(corpus::default_dir);
     if args.list {
         for e in corpus::manifest(&dir).map_err(|e| Failure::Run(e.to_string()))? {
@@ -105,7 +106,7 @@ pub(crate) fn corpus(args: CorpusArgs) -> Result<(), Failure> {
         .map_err(|e| Failure::Run(format!("corpus {}: {e}", c.name)))?;
         reports.push(r);
     }
-    if let Some(p) = &args.plot {
+    if let Some(p) = &plots {
         let chart = plot::BarChart {
             title: format!("Corpora on {} ({})", cfg.name, duraflash::ByteSize(cfg.logical_bytes)),
             y_label: "ratio".into(),
@@ -117,10 +118,10 @@ pub(crate) fn corpus(args: CorpusArgs) -> Result<(), Failure> {
             ],
             ..Default::default()
         };
-        plot::bar_chart(p, &chart).map_err(|e| Failure::Run(format!("--plot {}: {e}", p.display())))?;
+        p.bars("corpus.svg", &chart)?;
     }
     let mut summary = format!(
-        "drive {} at {}, media {}; each corpus tiled over {:.0}% of the LBAs, {} + {} random-overwrite passes\n",
+        "drive {} at {}, media {};\neach corpus tiled over {:.0}% of the LBAs, {} + {} random-overwrite passes\n\n",
         cfg.name,
         duraflash::ByteSize(cfg.logical_bytes),
         name(&cfg.media),
@@ -128,35 +129,27 @@ pub(crate) fn corpus(args: CorpusArgs) -> Result<(), Failure> {
         spec.precondition,
         spec.measure
     );
+    // Two tables, each narrower than 100 columns: what the data does to
+    // the drive, then how fast the drive and the pipeline take it.
     summary += &format!(
-        "{:<10} {:>9} {:>6} {:>6} {:>8} {:>6} {:>6} {:>6} {:>8} {:>8} {:>9} {:>8} {:>5} {:>9}\n",
-        "corpus",
-        "bytes",
-        "lz4",
-        "comp",
-        "distinct",
-        "dedup",
-        "WAF",
-        "model",
-        "seq MB/s",
-        "4K MB/s",
-        "pipe MB/s",
-        "raw MB/s",
-        "ratio",
-        "cpu ratio"
+        "{:<10} {:>9} {:>6} {:>6} {:>8} {:>6} {:>6} {:>6}\n",
+        "corpus", "bytes", "lz4", "comp", "distinct", "dedup", "WAF", "model"
     );
     for r in &reports {
         let model = r.model_waf.map_or("-".to_string(), |m| format!("{m:.3}"));
         summary += &format!(
-            "{:<10} {:>9} {:>6.3} {:>6.3} {:>8.3} {:>6.3} {:>6.3} {:>6} {:>8.1} {:>8.1} {:>9.0} {:>8.0} {:>5.2} {:>9.2}\n",
+            "{:<10} {:>9} {:>6.3} {:>6.3} {:>8.3} {:>6.3} {:>6.3} {:>6}\n",
+            r.name, r.bytes, r.lz4_block_ratio, r.compression_ratio, r.distinct_ratio, r.dedup_ratio, r.waf, model
+        );
+    }
+    summary += &format!(
+        "\n{:<10} {:>8} {:>8} {:>9} {:>8} {:>5} {:>9}\n",
+        "corpus", "seq MB/s", "4K MB/s", "pipe MB/s", "raw MB/s", "ratio", "cpu ratio"
+    );
+    for r in &reports {
+        summary += &format!(
+            "{:<10} {:>8.1} {:>8.1} {:>9.0} {:>8.0} {:>5.2} {:>9.2}\n",
             r.name,
-            r.bytes,
-            r.lz4_block_ratio,
-            r.compression_ratio,
-            r.distinct_ratio,
-            r.dedup_ratio,
-            r.waf,
-            model,
             r.seq_write_mbps,
             r.rand_write_mbps,
             r.pipeline_mbps,
@@ -214,8 +207,8 @@ pub(crate) struct SweepArgs {
     /// Write the results as CSV.
     #[arg(long)]
     csv: Option<PathBuf>,
-    /// Plot WAF against OP (SVG), one curve per other combination.
-    #[arg(long)]
+    /// Plot WAF against OP, one curve per other combination, into DIR/sweep.svg.
+    #[arg(long, value_name = "DIR")]
     plot: Option<PathBuf>,
     /// Write one self-contained command line per point (for GNU parallel or
     /// a Slurm array) instead of running; each writes DIR/point-N.json.
@@ -240,6 +233,7 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<(), Failure> {
         return Err(Failure::Usage("--smart: a sweep runs many drives; use it on `wa` for one point".into()));
     }
     setup_threads(&args.out)?;
+    let plots = PlotDir::open(&args.plot, args.out.quiet)?;
     if let Some(dir) = &args.merge {
         let mut merged = sw::merge(dir).map_err(|e| {
             if e.is_usage() {
@@ -253,7 +247,7 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<(), Failure> {
             eprintln!("duraflash: warning: {} of {expected} grid points present", merged.points.len());
         }
         merged.command = std::env::args().collect();
-        return finish_sweep(&args, merged);
+        return finish_sweep(&args, merged, plots.as_ref());
     }
     let grid = Grid {
         op: args.op.clone(),
@@ -337,16 +331,16 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<(), Failure> {
         grid,
         points: results.map_err(Failure::run)?,
     };
-    finish_sweep(&args, output)
+    finish_sweep(&args, output, plots.as_ref())
 }
 
 /// Table, CSV, plot and JSON of a sweep.
-fn finish_sweep(args: &SweepArgs, out: SweepRun) -> Result<(), Failure> {
+fn finish_sweep(args: &SweepArgs, out: SweepRun, plots: Option<&PlotDir>) -> Result<(), Failure> {
     if let Some(path) = &args.csv {
         out.write_csv(path).map_err(|e| Failure::Run(format!("--csv {}: {e}", path.display())))?;
     }
-    if let Some(path) = &args.plot {
-        write_plot(&Some(path.clone()), &out.chart())?;
+    if let Some(p) = plots {
+        p.line("sweep.svg", &out.chart())?;
     }
     let mut summary = format!(
         "{:>5} {:>6}  {:<40} {:>7} {:>7} {:>7} {:>6} {:>6}\n",

@@ -1,7 +1,7 @@
 //! The TRIM experiments: `raid` (TRIM through a RAID driver) and
 //! `optimizer` (manual TRIM by a wiper over a filesystem model).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use serde::Serialize;
@@ -14,7 +14,7 @@ use duraflash::lab::plot::{LineChart, Series};
 use duraflash::lab::raid::{self, RaidReport, RaidSpec};
 use duraflash::{ByteSize, Drive};
 
-use super::output::{emit, size_label, with_phases, write_plot, Provenance};
+use super::output::{emit, size_label, with_phases, PlotDir, Provenance};
 use super::{setup_threads, DriveArgs, Failure, Output, Reads};
 
 #[derive(Args)]
@@ -43,8 +43,8 @@ pub(crate) struct RaidArgs {
     /// HD Tach zones per pass.
     #[arg(long, default_value_t = duraflash::workload::review::HDTACH_ZONES)]
     zones: u32,
-    /// Write the HD Tach read and write graphs (SVG) into this directory.
-    #[arg(long)]
+    /// Write the HD Tach read and write graphs (SVG) into DIR.
+    #[arg(long, value_name = "DIR")]
     plot: Option<PathBuf>,
     #[command(flatten)]
     out: Output,
@@ -75,6 +75,7 @@ pub(crate) struct RaidOutput<'a> {
 
 pub(crate) fn raid(args: RaidArgs) -> Result<(), Failure> {
     setup_threads(&args.out)?;
+    let plots = PlotDir::open(&args.plot, args.out.quiet)?;
     let members = u32::try_from(args.members).unwrap_or(u32::MAX);
     let cfg = args.drive.build_held(Reads::Timing, members).map_err(Failure::Usage)?;
     if args.zones == 0 {
@@ -97,8 +98,8 @@ pub(crate) fn raid(args: RaidArgs) -> Result<(), Failure> {
         seed: cfg.seed,
     };
     let r = with_phases(args.out.quiet, |progress| raid::raid(&cfg, &spec, progress)).map_err(Failure::run)?;
-    if let Some(dir) = &args.plot {
-        raid_plots(dir, &cfg, &r)?;
+    if let Some(p) = &plots {
+        raid_plots(p, &cfg, &r)?;
     }
     let mut summary = format!(
         "RAID-{} of {} x {} at {} (array {}), stripe {}, driver {} (format TRIM {})\n",
@@ -139,8 +140,7 @@ pub(crate) fn raid(args: RaidArgs) -> Result<(), Failure> {
     emit(&args.out, &summary, &RaidOutput { provenance: Provenance::new(&cfg), spec: &spec, report: &r }, &smart)
 }
 
-pub(crate) fn raid_plots(dir: &Path, cfg: &DriveConfig, r: &RaidReport) -> Result<(), Failure> {
-    std::fs::create_dir_all(dir).map_err(|e| Failure::Run(format!("--plot {}: {e}", dir.display())))?;
+pub(crate) fn raid_plots(plots: &PlotDir, cfg: &DriveConfig, r: &RaidReport) -> Result<(), Failure> {
     let gb = |o: u64| o as f64 / 1e9;
     let states = [("clean", &r.clean), ("tortured", &r.tortured), ("after format", &r.after_format)];
     let driver = r.driver.to_string();
@@ -160,7 +160,7 @@ pub(crate) fn raid_plots(dir: &Path, cfg: &DriveConfig, r: &RaidReport) -> Resul
             y_from_zero: true,
             ..Default::default()
         };
-        write_plot(&Some(dir.join(format!("raid{}-{driver}-{dir_name}.svg", r.layout.level))), &chart)?;
+        plots.line(&format!("raid{}-{driver}-{dir_name}.svg", r.layout.level), &chart)?;
     }
     Ok(())
 }
