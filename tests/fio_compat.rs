@@ -32,30 +32,54 @@ fn read_like_fio_users(json: &Path) -> Vec<String> {
     String::from_utf8(out.stdout).unwrap().lines().skip(1).map(str::to_string).collect()
 }
 
-#[test]
-fn our_json_reads_with_the_script_that_reads_real_fio_json_and_agrees_on_the_job() {
-    let job = data("fio-compat.fio");
-    let ours = temp("ours.json");
+/// Runs `job` here and (when fio is installed) under `fio --ioengine=null`,
+/// and checks that the reader sees `lines` lines, none with a wrong field,
+/// the same in both; returns our JSON.
+fn same_as_fio(name: &str, lines: usize) -> serde_json::Value {
+    let job = data(name);
+    let ours = temp(&format!("{name}-ours.json"));
     let out = duraflash(&["run", &job, "--quiet", "--json", ours.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let our_lines = read_like_fio_users(&ours);
-    assert_eq!(our_lines.len(), 3, "three jobs did I/O: {our_lines:?}");
+    assert_eq!(our_lines.len(), lines, "{job}: {our_lines:?}");
     for line in &our_lines {
         assert!(!line.contains("False"), "a field fio readers rely on is wrong: {line}");
     }
-    if !tools::have("fio", "fio") {
-        return;
-    }
-    let theirs = temp("fio.json");
-    let fio = Command::new("fio")
-        .args(["--ioengine=null", "--output-format=json", "--output", theirs.to_str().unwrap(), &job])
-        .output()
-        .expect("fio runs");
-    assert!(fio.status.success(), "fio: {}", stderr(&fio));
-    // Same jobs, directions, counts and bytes; times differ (null engine against the model).
-    assert_eq!(our_lines, read_like_fio_users(&theirs), "the reader sees the same job in both");
+    let json = serde_json::from_slice(&std::fs::read(&ours).unwrap()).unwrap();
     let _ = std::fs::remove_file(ours);
-    let _ = std::fs::remove_file(theirs);
+    if tools::have("fio", "fio") {
+        let theirs = temp(&format!("{name}-fio.json"));
+        let fio = Command::new("fio")
+            .args(["--ioengine=null", "--output-format=json", "--output", theirs.to_str().unwrap(), &job])
+            .output()
+            .expect("fio runs");
+        assert!(fio.status.success(), "fio: {}", stderr(&fio));
+        // Same jobs, directions, counts and bytes; times differ (null engine against the model).
+        assert_eq!(our_lines, read_like_fio_users(&theirs), "the reader sees the same jobs in both");
+        let _ = std::fs::remove_file(theirs);
+    }
+    json
+}
+
+#[test]
+fn our_json_reads_with_the_script_that_reads_real_fio_json_and_agrees_on_the_job() {
+    same_as_fio("fio-compat.fio", 3);
+}
+
+#[test]
+fn numjobs_clones_stonewall_groups_and_group_reporting_as_fio_reports_them() {
+    let v = same_as_fio("fio-compat-groups.fio", 3);
+    let jobs: Vec<(String, u64)> = v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| (j["jobname"].as_str().unwrap().to_string(), j["groupid"].as_u64().unwrap()))
+        .collect();
+    let want = [("writers", 0), ("readers", 1), ("readers", 1)].map(|(n, g)| (n.to_string(), g));
+    assert_eq!(jobs, want, "three writers reported as one, then two readers");
+    // The readers ran together after the writers: the same simulated span each, not one after the other.
+    let (a, b) = (v["jobs"][1]["elapsed_ns"].as_u64().unwrap(), v["jobs"][2]["elapsed_ns"].as_u64().unwrap());
+    assert!(a.abs_diff(b) * 5 < a.max(b), "clones run side by side: {a} vs {b} ns");
 }
 
 #[test]
@@ -92,19 +116,24 @@ fn fio_examples_run_or_are_refused_with_one_line_naming_the_option() {
     assert!(err.contains("never written"), "reads of an unwritten drive get a hint: {err}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["jobs"].as_array().unwrap().len(), 4);
-    // fio-rand-write.fio: name= in [global] (every job would share it), then numjobs=4.
+    // fio-rand-write.fio: name= in [global] warns (as in fio it names no job), numjobs=4
+    // runs four clones, and size=10G does not fit the 1 GiB default drive.
     let out = duraflash(&["run", &data("fio-examples/fio-rand-write.fio"), "--quiet"]);
     let err = stderr(&out);
-    assert_eq!((out.status.code(), err.trim_end().lines().count()), (Some(2), 1), "{err}");
-    assert!(err.contains("'name'") && err.contains("line 4"), "{err}");
-    let without_name = temp("rand-write.fio");
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("line 4: name=fio-rand-write: in [global] it names no job"), "{err}");
+    assert!(err.contains("size=10737418240") && err.contains("--capacity"), "{err}");
+    // The same job scaled to the drive (64 MiB, one simulated second) runs its four clones together.
+    let small = temp("rand-write.fio");
     let text = std::fs::read_to_string(data("fio-examples/fio-rand-write.fio")).unwrap();
-    std::fs::write(&without_name, text.replace("\nname=fio-rand-write", "\n;")).unwrap();
-    let out = duraflash(&["run", without_name.to_str().unwrap(), "--quiet"]);
-    let err = stderr(&out);
-    assert_eq!((out.status.code(), err.trim_end().lines().count()), (Some(2), 1), "{err}");
-    assert!(err.contains("numjobs") && err.contains("line 9"), "{err}");
-    let _ = std::fs::remove_file(without_name);
+    std::fs::write(&small, text.replace("size=10G", "size=64m").replace("runtime=900", "runtime=1")).unwrap();
+    let out = duraflash(&["run", small.to_str().unwrap(), "--media", "metadata-only", "--quiet", "--json", "-"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let jobs = v["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 4, "numjobs=4 without group_reporting: four entries");
+    assert!(jobs.iter().all(|j| j["jobname"] == "file1" && j["write"]["total_ios"].as_u64().unwrap() > 0));
+    let _ = std::fs::remove_file(small);
     // ssd-test.fio: size=10g on the 1 GiB default drive is an error, not a clamp.
     let out = duraflash(&["run", &data("fio-examples/ssd-test.fio"), "--quiet"]);
     let err = stderr(&out);

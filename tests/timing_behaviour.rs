@@ -11,7 +11,7 @@ use duraflash::content::pattern::DataSpec;
 use duraflash::host::HostQueue;
 use duraflash::timing::transfer_ns;
 use duraflash::workload::access::{Distribution, Rw};
-use duraflash::workload::job::{fill_spec, run_job, JobResult, JobSpec, Limit};
+use duraflash::workload::job::{fill_spec, run_group, run_job, JobResult, JobSpec, Limit};
 use duraflash::workload::review::{hdtach, hdtach_sweep, iometer};
 use duraflash::{Drive, DriveConfig, Lba, Media};
 
@@ -571,4 +571,37 @@ fn trim_of_a_long_range_unmaps_every_unit_it_covers() {
     println!("TRIM of the whole {capacity}-byte drive in one range: {unmapped} of {units} units unmapped");
     assert_eq!(unmapped, units, "a unit-aligned TRIM of the whole drive leaves {} units mapped", units - unmapped);
     assert_eq!(d.stats().mapped_units, 0);
+}
+
+/// fio runs the jobs of a group together (`duraflash run`, docs/cli.md):
+/// two QD 1 random readers on a drive with many dies complete about twice
+/// the reads of one in the same simulated time, a reader beside a writer
+/// waits longer than alone, and a group of one job is that job run alone.
+#[test]
+fn jobs_of_a_group_share_the_drive_at_the_same_time() {
+    let span = 64 * MIB;
+    let mut filled = drive(preset("sf2281-240g", 256 * MIB, Media::MetadataOnly));
+    fill(&mut filled, span, incompressible(), 1);
+    let window = Limit::Time(200_000_000);
+    let reader = |seed| job(Rw::RandRead, 4 * KIB, 1, 0, span, window, incompressible(), seed);
+    let writer = job(Rw::RandWrite, 4 * KIB, 8, 0, span, window, incompressible(), 9);
+
+    let alone = run(&mut filled.clone(), &reader(1));
+    let single = run_group(&mut filled.clone(), &[reader(1)], &mut |_| {}).unwrap();
+    assert_eq!(single.jobs, std::slice::from_ref(&alone), "a group of one is the job alone");
+
+    let pair = run_group(&mut filled.clone(), &[reader(1), reader(2)], &mut |_| {}).unwrap();
+    let starts: Vec<u64> = pair.jobs.iter().map(|j| j.start_ns).collect();
+    assert!(starts.iter().all(|&s| s == alone.start_ns), "the jobs start together: {starts:?}");
+    let (one, both) = (alone.read.iops, pair.total.read.iops);
+    println!("QD 1 random read: one job {one:.0} IOPS, two together {both:.0} IOPS");
+    assert!(both > 1.8 * one && both < 2.05 * one, "two QD 1 readers do about twice one: {both:.0} vs {one:.0}");
+    let merged: u64 = pair.jobs.iter().map(|j| j.read.lat.commands).sum();
+    assert_eq!(pair.total.read.lat.commands, merged, "the total counts every job's reads");
+
+    let mixed = run_group(&mut filled.clone(), &[reader(1), writer], &mut |_| {}).unwrap();
+    let (quiet, busy) = (alone.read.lat.mean_latency_ns, mixed.jobs[0].read.lat.mean_latency_ns);
+    println!("QD 1 random read latency: alone {quiet:.0} ns, beside a QD 8 writer {busy:.0} ns");
+    assert!(busy > 1.2 * quiet, "a writer beside the reader slows its reads: {busy:.0} vs {quiet:.0} ns");
+    assert!(mixed.jobs[1].write.lat.commands > 0);
 }

@@ -13,7 +13,7 @@ use duraflash::host::smart::Smart;
 use duraflash::host::{FioLatency, QueueSummary};
 use duraflash::workload::access::Rw;
 use duraflash::workload::fio;
-use duraflash::workload::job::{run_job, JobResult};
+use duraflash::workload::job::{run_group, JobResult, JobSpec};
 
 use super::output::{emit, with_progress, Provenance};
 use super::{open_drive, save_image, setup_threads, DriveArgs, Failure, Output, Reads};
@@ -151,26 +151,36 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     args.drive.check_memory(&cfg, 1).map_err(Failure::Usage)?;
     let (mut drive, _lock) = open_drive(cfg, args.image.as_deref())?;
     let capacity = drive.config().logical_bytes;
-    let specs = file
-        .specs(capacity, drive.config().seed)
-        .map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
-    let mut results: Vec<JobResult> = Vec::new();
-    for spec in &specs {
-        let reads = matches!(spec.rw, Rw::Read | Rw::RandRead | Rw::RandRw | Rw::SeqRw);
-        if reads && drive.stats().mapped_units == 0 {
-            eprintln!(
-                "duraflash: note: job '{}' reads a drive never written: every read is of an unmapped LBA \
-                 (zeros, only the link's time); write the region first or resume an aged drive with --image",
-                spec.name
-            );
+    let groups =
+        file.plan(capacity, drive.config().seed).map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
+    // Each group's reported jobs: (group id, index of the job in the file, result).
+    let mut results: Vec<(u32, usize, JobResult)> = Vec::new();
+    for group in &groups {
+        for m in &group.members {
+            let spec = &m.spec;
+            let reads = matches!(spec.rw, Rw::Read | Rw::RandRead | Rw::RandRw | Rw::SeqRw);
+            if reads && drive.stats().mapped_units == 0 {
+                eprintln!(
+                    "duraflash: note: job '{}' reads a drive never written: every read is of an unmapped LBA \
+                     (zeros, only the link's time); write the region first or resume an aged drive with --image",
+                    spec.name
+                );
+                break;
+            }
         }
-        // Jobs run one after another (each as if stonewalled): the drive is one device.
-        let r = with_progress(&args.out, &spec.name, |p| run_job(&mut drive, spec, p)).map_err(Failure::run)?;
-        results.push(r);
+        // The jobs of a group run together on the one drive; groups run in turn.
+        let specs: Vec<JobSpec> = group.members.iter().map(|m| m.spec.clone()).collect();
+        let phase = if specs.len() == 1 { specs[0].name.clone() } else { format!("group {}", group.id) };
+        let r = with_progress(&args.out, &phase, |p| run_group(&mut drive, &specs, p)).map_err(Failure::run)?;
+        if group.reporting {
+            results.push((group.id, group.members[0].job, r.total));
+        } else {
+            results.extend(group.members.iter().zip(r.jobs).map(|(m, j)| (group.id, m.job, j)));
+        }
     }
     save_image(&drive, args.image.as_deref())?;
     let mut summary = String::new();
-    for r in &results {
+    for (_, _, r) in &results {
         summary += &format!("{}: ", r.name);
         for (name, d) in [("read", &r.read), ("write", &r.write), ("trim", &r.trim)] {
             if d.lat.commands > 0 {
@@ -190,14 +200,13 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         &format!("drive: WAF {:.3}, compression {:.3}, dedup {:.3}\n", s.waf, s.compression_ratio, s.dedup_ratio);
     let jobs = results
         .iter()
-        .zip(&file.jobs)
-        .map(|(r, job)| FioJob {
+        .map(|(group, job, r)| FioJob {
             jobname: r.name.clone(),
-            groupid: 0,
+            groupid: *group,
             error: 0,
             elapsed: r.elapsed_ns.div_ceil(1_000_000_000),
             elapsed_ns: r.elapsed_ns,
-            job_options: options(&job.options),
+            job_options: options(&file.jobs[*job].options),
             read: fio_dir(&r.read, r.elapsed_ns),
             write: fio_dir(&r.write, r.elapsed_ns),
             trim: fio_dir(&r.trim, r.elapsed_ns),

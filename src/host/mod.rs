@@ -144,6 +144,14 @@ impl HostQueue {
         self.clock
     }
 
+    /// When the next command could be issued, without issuing it.
+    pub fn next_submit_time(&self) -> SimTime {
+        match self.in_flight.peek() {
+            Some(&Reverse(done)) if self.in_flight.len() >= self.depth => self.clock.max(done),
+            _ => self.clock,
+        }
+    }
+
     /// The host issues nothing before `at` (an open-loop arrival time):
     /// commands completed by then leave the queue.
     pub fn advance_to(&mut self, at: SimTime) {
@@ -168,6 +176,11 @@ impl HostQueue {
     /// When the queue started.
     pub fn started_at(&self) -> SimTime {
         self.start
+    }
+
+    /// The latencies of `kind` recorded so far.
+    pub fn latencies(&self, kind: CommandKind) -> &LatencyHistogram {
+        &self.latencies[kind as usize]
     }
 
     /// The latencies of `kind` recorded since the last call.
@@ -258,6 +271,11 @@ impl LatencyHistogram {
         self.sum += u128::from(ns);
         self.sum_sq += u128::from(ns) * u128::from(ns);
         self.max = self.max.max(ns);
+    }
+
+    /// Latencies counted.
+    pub fn count(&self) -> u64 {
+        self.count
     }
 
     /// Adds every count of `other`.

@@ -6,8 +6,8 @@ use serde::Serialize;
 
 use crate::content::pattern::{unit_seed, DataSpec, PatternGen};
 use crate::content::Content;
-use crate::host::{BlockDevice, CommandKind, HostQueue, QueueSummary};
-use crate::units::{Lba, SECTOR_BYTES};
+use crate::host::{BlockDevice, CommandKind, HostQueue, LatencyHistogram, QueueSummary};
+use crate::units::{Lba, SimTime, SECTOR_BYTES};
 use crate::workload::access::{Access, Distribution, Rw, SlotStream};
 use crate::workload::batch::WriteBatch;
 use crate::workload::WorkloadError;
@@ -155,90 +155,230 @@ pub fn run_job_with<D: BlockDevice>(
 where
     WorkloadError: From<D::Error>,
 {
-    spec.validate(drive.capacity_bytes())?;
-    let slots = spec.length / spec.bs;
-    let mut random = SlotStream::new(Access::from(spec.distribution), slots, unit_seed(spec.seed, 2))?;
-    let mut mix = SlotStream::new(Access::Uniform, 1, unit_seed(spec.seed, 3))?;
-    let mut queue = HostQueue::new(spec.iodepth, drive.now());
-    let start = queue.started_at();
-    let mut batch = WriteBatch::new(drive.needs_content(), spec.bs, WRITE_BATCH);
-    let mut next_seq = 0u64;
-    let (mut ops, mut bytes) = (0u64, 0u64);
-    let sectors = spec.bs / SECTOR_BYTES;
-    let fail = |e: D::Error| WorkloadError::from(e).in_job(&spec.name);
+    let mut job = Running::new(drive, spec, WRITE_BATCH)?;
+    while !job.done() {
+        if job.ops.is_multiple_of(4096) {
+            progress(job.fraction());
+        }
+        job.step(drive, content)?;
+    }
+    job.flush(drive, content)?;
+    progress(1.0);
+    Ok(job.result())
+}
+
+/// What a group of jobs run together did: each job, and all of them as
+/// one (fio's `group_reporting`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GroupResult {
+    /// One result per job, in the order given.
+    pub jobs: Vec<JobResult>,
+    /// The jobs together under the first one's name: bytes and commands
+    /// summed, latencies merged, over the time from the group's start to
+    /// its last completion.
+    pub total: JobResult,
+}
+
+/// Runs `specs` together from the drive's present time, as fio runs the
+/// jobs between two stonewalls: each job keeps its own `iodepth` commands
+/// outstanding, the drive serves them all, and whichever job can issue
+/// first goes next (ties: the earlier job). A job's writes are issued in
+/// batches of at most its queue depth, so no job runs ahead of the others
+/// by more than one queue-full. `progress` gets the mean fraction done.
+pub fn run_group<D: BlockDevice>(
+    drive: &mut D,
+    specs: &[JobSpec],
+    progress: &mut dyn FnMut(f64),
+) -> Result<GroupResult, WorkloadError>
+where
+    WorkloadError: From<D::Error>,
+{
+    if specs.is_empty() {
+        return Err(WorkloadError::BadSpec("a group needs at least one job".into()));
+    }
+    let mut gens =
+        specs.iter().map(|s| PatternGen::new(s.data, unit_seed(s.seed, 1))).collect::<Result<Vec<_>, _>>()?;
+    let batch = |s: &JobSpec| if specs.len() > 1 { WRITE_BATCH.min(s.iodepth as usize) } else { WRITE_BATCH };
+    let mut jobs = specs.iter().map(|s| Running::new(drive, s, batch(s))).collect::<Result<Vec<_>, _>>()?;
+    let mut steps = 0u64;
     loop {
-        let fraction = match spec.limit {
-            Limit::Ops(n) => ops as f64 / n.max(1) as f64,
-            Limit::Bytes(n) => bytes as f64 / n.max(1) as f64,
-            Limit::Time(t) => (queue.finished_at().0 - start.0) as f64 / t.max(1) as f64,
-        };
-        if fraction >= 1.0 {
-            break;
+        let due = jobs.iter().enumerate().filter(|(_, j)| !j.done()).min_by_key(|&(i, j)| (j.ready_at(), i));
+        let Some((i, _)) = due else { break };
+        jobs[i].step(drive, &mut gens[i])?;
+        if jobs[i].done() {
+            jobs[i].flush(drive, &mut gens[i])?;
         }
-        if ops % 4096 == 0 {
-            progress(fraction);
+        steps += 1;
+        if steps.is_multiple_of(4096) {
+            progress(jobs.iter().map(Running::fraction).sum::<f64>() / jobs.len() as f64);
         }
-        let slot = if spec.rw.is_random() { random.next_slot() } else { next_seq };
-        next_seq = (next_seq + 1) % slots;
+    }
+    progress(1.0);
+    let total = Running::merged(&jobs);
+    Ok(GroupResult { jobs: jobs.iter().map(Running::result).collect(), total })
+}
+
+/// A job under way: its offset streams, queue, pending writes and counts.
+struct Running<'a> {
+    spec: &'a JobSpec,
+    slots: u64,
+    random: SlotStream,
+    mix: SlotStream,
+    queue: HostQueue,
+    batch: WriteBatch,
+    next_seq: u64,
+    ops: u64,
+    bytes: u64,
+}
+
+impl<'a> Running<'a> {
+    /// `spec` about to start at the drive's present time, its writes
+    /// gathered `batch` at a time.
+    fn new<D: BlockDevice>(drive: &D, spec: &'a JobSpec, batch: usize) -> Result<Self, WorkloadError> {
+        spec.validate(drive.capacity_bytes())?;
+        let slots = spec.length / spec.bs;
+        Ok(Running {
+            spec,
+            slots,
+            random: SlotStream::new(Access::from(spec.distribution), slots, unit_seed(spec.seed, 2))?,
+            mix: SlotStream::new(Access::Uniform, 1, unit_seed(spec.seed, 3))?,
+            queue: HostQueue::new(spec.iodepth, drive.now()),
+            batch: WriteBatch::new(drive.needs_content(), spec.bs, batch),
+            next_seq: 0,
+            ops: 0,
+            bytes: 0,
+        })
+    }
+
+    /// How far the job has come toward its limit (1 or more: done).
+    fn fraction(&self) -> f64 {
+        match self.spec.limit {
+            Limit::Ops(n) => self.ops as f64 / n.max(1) as f64,
+            Limit::Bytes(n) => self.bytes as f64 / n.max(1) as f64,
+            Limit::Time(t) => (self.queue.finished_at().0 - self.queue.started_at().0) as f64 / t.max(1) as f64,
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.fraction() >= 1.0
+    }
+
+    /// When the job's next command can be issued.
+    fn ready_at(&self) -> SimTime {
+        self.queue.next_submit_time()
+    }
+
+    /// Issues the job's next command; a write waits in the batch until the
+    /// batch is full.
+    fn step<D: BlockDevice>(&mut self, drive: &mut D, content: &mut dyn Content) -> Result<(), WorkloadError>
+    where
+        WorkloadError: From<D::Error>,
+    {
+        let spec = self.spec;
+        let fail = |e: D::Error| WorkloadError::from(e).in_job(&spec.name);
+        let sectors = spec.bs / SECTOR_BYTES;
+        let slot = if spec.rw.is_random() { self.random.next_slot() } else { self.next_seq };
+        self.next_seq = (self.next_seq + 1) % self.slots;
         let lba = Lba((spec.offset + slot * spec.bs) / SECTOR_BYTES);
         let kind = match spec.rw {
             Rw::Read | Rw::RandRead => CommandKind::Read,
             Rw::Write | Rw::RandWrite => CommandKind::Write,
             Rw::Trim | Rw::RandTrim => CommandKind::Trim,
             Rw::RandRw | Rw::SeqRw => {
-                if mix.chance(spec.rwmixread) {
+                if self.mix.chance(spec.rwmixread) {
                     CommandKind::Read
                 } else {
                     CommandKind::Write
                 }
             }
             Rw::TrimWrite => {
-                batch.flush(drive, &mut queue, content).map_err(fail)?;
-                queue.set_kind(CommandKind::Trim);
-                drive.trim_on(&[(lba, sectors)], &mut queue).map_err(fail)?;
-                ops += 1;
+                self.batch.flush(drive, &mut self.queue, content).map_err(fail)?;
+                self.queue.set_kind(CommandKind::Trim);
+                drive.trim_on(&[(lba, sectors)], &mut self.queue).map_err(fail)?;
+                self.ops += 1;
                 CommandKind::Write
             }
         };
         match kind {
             CommandKind::Write => {
-                batch.add(lba);
-                if batch.is_full() {
-                    batch.flush(drive, &mut queue, content).map_err(fail)?;
+                self.batch.add(lba);
+                if self.batch.is_full() {
+                    self.batch.flush(drive, &mut self.queue, content).map_err(fail)?;
                 }
             }
             CommandKind::Read => {
-                batch.flush(drive, &mut queue, content).map_err(fail)?;
-                queue.set_kind(CommandKind::Read);
-                drive.read_on(lba, sectors, &mut queue, false).map_err(fail)?;
+                self.batch.flush(drive, &mut self.queue, content).map_err(fail)?;
+                self.queue.set_kind(CommandKind::Read);
+                drive.read_on(lba, sectors, &mut self.queue, false).map_err(fail)?;
             }
             CommandKind::Trim => {
-                batch.flush(drive, &mut queue, content).map_err(fail)?;
-                queue.set_kind(CommandKind::Trim);
-                drive.trim_on(&[(lba, sectors)], &mut queue).map_err(fail)?;
+                self.batch.flush(drive, &mut self.queue, content).map_err(fail)?;
+                self.queue.set_kind(CommandKind::Trim);
+                drive.trim_on(&[(lba, sectors)], &mut self.queue).map_err(fail)?;
             }
         }
-        ops += 1;
-        bytes += spec.bs;
+        self.ops += 1;
+        self.bytes += spec.bs;
+        Ok(())
     }
-    batch.flush(drive, &mut queue, content).map_err(fail)?;
-    progress(1.0);
-    let elapsed = queue.finished_at().0 - start.0;
-    let dir = |kind: CommandKind| {
-        let lat = queue.summary_of(kind);
-        let io_bytes = lat.commands * spec.bs;
+
+    /// Issues the writes still waiting in the batch.
+    fn flush<D: BlockDevice>(&mut self, drive: &mut D, content: &mut dyn Content) -> Result<(), WorkloadError>
+    where
+        WorkloadError: From<D::Error>,
+    {
+        let name = &self.spec.name;
+        self.batch.flush(drive, &mut self.queue, content).map_err(|e| WorkloadError::from(e).in_job(name))
+    }
+
+    fn result(&self) -> JobResult {
+        let (start, end) = (self.queue.started_at().0, self.queue.finished_at().0);
+        let dir = |kind| dir_result(self.queue.latencies(kind), self.spec.bs, end - start);
+        JobResult {
+            name: self.spec.name.clone(),
+            elapsed_ns: end - start,
+            start_ns: start,
+            read: dir(CommandKind::Read),
+            write: dir(CommandKind::Write),
+            trim: dir(CommandKind::Trim),
+        }
+    }
+
+    /// `jobs` (at least one) as one job: fio's `group_reporting`.
+    fn merged(jobs: &[Running]) -> JobResult {
+        let start = jobs.iter().map(|j| j.queue.started_at().0).min().unwrap_or(0);
+        let end = jobs.iter().map(|j| j.queue.finished_at().0).max().unwrap_or(start);
+        let dir = |kind| {
+            let (mut hist, mut io_bytes) = (LatencyHistogram::default(), 0);
+            for j in jobs {
+                let h = j.queue.latencies(kind);
+                io_bytes += h.count() * j.spec.bs;
+                hist.merge(h);
+            }
+            DirResult::new(hist.summary(end - start), io_bytes, end - start)
+        };
+        JobResult {
+            name: jobs.first().map_or_else(String::new, |j| j.spec.name.clone()),
+            elapsed_ns: end - start,
+            start_ns: start,
+            read: dir(CommandKind::Read),
+            write: dir(CommandKind::Write),
+            trim: dir(CommandKind::Trim),
+        }
+    }
+}
+
+/// One direction of a job of `bs`-byte commands that ran `elapsed` ns.
+fn dir_result(hist: &LatencyHistogram, bs: u64, elapsed: u64) -> DirResult {
+    DirResult::new(hist.summary(elapsed), hist.count() * bs, elapsed)
+}
+
+impl DirResult {
+    fn new(lat: QueueSummary, io_bytes: u64, elapsed: u64) -> Self {
         let secs = elapsed as f64 / 1e9;
         let per_sec = |x: f64| if secs > 0.0 { x / secs } else { 0.0 };
         DirResult { io_bytes, bw_bytes: per_sec(io_bytes as f64), iops: per_sec(lat.commands as f64), lat }
-    };
-    Ok(JobResult {
-        name: spec.name.clone(),
-        elapsed_ns: elapsed,
-        start_ns: start.0,
-        read: dir(CommandKind::Read),
-        write: dir(CommandKind::Write),
-        trim: dir(CommandKind::Trim),
-    })
+    }
 }
 
 /// A job that writes the whole drive once, sequentially, at queue depth

@@ -12,6 +12,26 @@ use super::{FioError, Job, JobFile, SizeSpec};
 /// The `[drive]` keys [`JobFile::apply_drive`] knows.
 pub const DRIVE_KEYS: &[&str] = &["preset", "capacity", "seed", "op", "gc", "media", "compression", "dedup"];
 
+/// Jobs that run together: from one stonewall to the next.
+#[derive(Clone, Debug)]
+pub struct Group {
+    /// fio's `groupid`: 0 for the first group, one more at each stonewall.
+    pub id: u32,
+    /// Whether any job of the group asked for `group_reporting`.
+    pub reporting: bool,
+    /// The jobs and their clones, in file order.
+    pub members: Vec<Member>,
+}
+
+/// One job (or clone) of a [`Group`].
+#[derive(Clone, Debug)]
+pub struct Member {
+    /// Index of its job in [`JobFile::jobs`].
+    pub job: usize,
+    /// What it runs.
+    pub spec: JobSpec,
+}
+
 impl Job {
     /// The job spec this job runs as on a drive of `capacity` bytes, seeded
     /// with `seed` unless the job gives `randseed`. Not yet validated
@@ -73,6 +93,26 @@ impl JobFile {
             spec.validate(capacity)?;
         }
         Ok(specs)
+    }
+
+    /// The jobs as they run: groups in order, each the jobs between two
+    /// stonewalls with every job's `numjobs` clones, as [`JobFile::specs`]
+    /// gives them. Clone 0 is the job's own spec; clone k > 0 is seeded
+    /// with `unit_seed(spec.seed, k)`.
+    pub fn plan(&self, capacity: u64, seed: u64) -> Result<Vec<Group>, WorkloadError> {
+        let mut groups: Vec<Group> = Vec::new();
+        for (index, (job, spec)) in self.jobs.iter().zip(self.specs(capacity, seed)?).enumerate() {
+            if job.stonewall || groups.is_empty() {
+                groups.push(Group { id: groups.len() as u32, reporting: false, members: Vec::new() });
+            }
+            let group = groups.last_mut().expect("a group was just pushed");
+            group.reporting |= job.group_reporting;
+            for k in 0..u64::from(job.numjobs) {
+                let seed = if k == 0 { spec.seed } else { unit_seed(spec.seed, k) };
+                group.members.push(Member { job: index, spec: JobSpec { seed, ..spec.clone() } });
+            }
+        }
+        Ok(groups)
     }
 
     /// Applies the `[drive]` section on top of `drive` (the file wins where

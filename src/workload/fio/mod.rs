@@ -81,8 +81,9 @@
 //! | `randseed` | [`Job::randseed`] | none (fio's own default is 0x89) | I/O type |
 //! | `stonewall` (`wait_for_previous`) | [`Job::stonewall`] | false | Threads, processes and job synchronization |
 //! | `name` | [`Job::name`] | section name | Job description |
-//! | `numjobs` | must be 1 | 1 | Job description |
-//! | `ioengine`, `filename`, `direct`, `group_reporting` | recorded, no effect on the model | | |
+//! | `numjobs` | [`Job::numjobs`] | 1 | Job description |
+//! | `group_reporting` | [`Job::group_reporting`] | false | Measurements and reporting |
+//! | `ioengine`, `filename`, `direct` | recorded, no effect on the model | | |
 //! | [`IGNORED_KEYS`] (`norandommap`, `randrepeat`, `ramp_time`, ...) | accepted with one [`FioWarning`] each | | |
 //!
 //! fio behaviour kept from init.c `fixup_options` and the option callbacks:
@@ -93,17 +94,28 @@
 //! `pareto` without a parameter use fio's defaults (theta 1.1, h 0.2).
 //! A zipf theta of 1.0 is rejected, and pareto h must be in (0, 1).
 //!
+//! # Groups and clones (fio HOWTO, "Threads, processes and job synchronization")
+//!
+//! As in fio, the jobs of a file run together, from the same moment, each
+//! with its own queue of `iodepth` commands, until a job with `stonewall`
+//! waits for all earlier jobs to finish and starts a new group (fio's
+//! `groupid`). `numjobs=N` runs N clones of a job in its group, under its
+//! name; clone k > 0 draws its offsets and data from its own seed, as fio
+//! seeds each clone from its thread number. `group_reporting` on any job
+//! of a group reports the group as one job ([`JobFile::plan`]).
+//! `name=` in `[global]` is accepted with a warning and names no job: fio
+//! (init.c `get_new_job`) names every job after its section header.
+//!
 //! Checks that are stricter than fio: `time_based` without a `runtime` is an
 //! error (fio warns and drops `time_based`). A byte `size` smaller than `bs`
-//! is an error (as in fio). Duplicate job names are errors (fio allows them).
-//! `name` is refused inside `[global]`, because every later job would
-//! inherit it.
+//! is an error (as in fio). Duplicate job section names are errors (fio
+//! allows them).
 //!
 //! Not supported, and rejected with an error: per-direction or ranged block
 //! sizes (`bs=4k,8k`, `bs=4k-16k`), the `rw=randread:8` offset modifier,
 //! `rw=randtrimwrite` and the file* modes, `normal`/`gauss`/`zoned`
 //! distributions and distribution centres (`zipf:1.2:0.25`), `io_size`
-//! percentages, `numjobs` other than 1, and every option not listed above
+//! percentages, `numjobs` above [`MAX_NUMJOBS`], and every option not listed above
 //! or in [`IGNORED_KEYS`]. A byte `size` (plus `offset`) beyond the drive is
 //! an error, not a clamp ([`JobFile::specs`]).
 
@@ -112,13 +124,17 @@ use std::ops::Range;
 use thiserror::Error;
 
 pub use crate::workload::access::{Distribution, Rw};
-pub use convert::DRIVE_KEYS;
+pub use convert::{Group, Member, DRIVE_KEYS};
 pub use parse::parse;
 
 mod convert;
 mod parse;
 #[cfg(test)]
 mod tests;
+
+/// The most clones `numjobs` may ask for: each clone keeps its own queue
+/// and write batch in memory (fio's own limit is its thread count).
+pub const MAX_NUMJOBS: u64 = 64;
 
 /// Every option key [`parse`] accepts in a job or `[global]` section,
 /// aliases included.
@@ -226,21 +242,38 @@ pub struct FioWarning {
     /// 1-based line.
     pub line: usize,
     /// Why it has no effect.
-    pub reason: &'static str,
+    pub reason: String,
 }
 
 impl std::fmt::Display for FioWarning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let opt = if self.value.is_empty() { self.key.clone() } else { format!("{}={}", self.key, self.value) };
-        write!(f, "line {}: {opt}: no meaning for a simulated drive ({}); ignored", self.line, self.reason)
+        write!(f, "line {}: {opt}: {}; ignored", self.line, self.reason)
     }
+}
+
+/// ", did you mean 'K'?" for the known option closest to `key`, when one
+/// is close enough to be a typo.
+fn did_you_mean(key: &str) -> String {
+    let known = SUPPORTED_KEYS.iter().copied().chain(IGNORED_KEYS.iter().map(|(k, _)| *k));
+    known
+        .map(|k| (strsim::jaro_winkler(key, k), k))
+        .filter(|&(score, _)| score > 0.85)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map_or_else(String::new, |(_, k)| format!(", did you mean '{k}'?"))
 }
 
 /// A job file that cannot be turned into jobs. `line` is 1-based.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum FioError {
     /// An option this parser does not implement.
-    #[error("line {line}: unsupported fio option '{key}' (supported: {list})", list = SUPPORTED_KEYS.join(", "))]
+    #[error(
+        "line {line}: unsupported fio option '{key}'{hint} (implemented: {list}; accepted with a warning, as \
+         meaningless for a simulated drive: {ignored})",
+        hint = did_you_mean(key),
+        list = SUPPORTED_KEYS.join(", "),
+        ignored = IGNORED_KEYS.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ")
+    )]
     UnsupportedKey { key: String, line: usize },
     /// A supported option with a value it cannot take.
     #[error("line {line}: bad value '{value}' for '{key}': {reason}")]
@@ -347,8 +380,10 @@ pub struct Job {
     pub filename: Option<String>,
     /// `direct=`. Recorded only; the model has no page cache.
     pub direct: bool,
-    /// `group_reporting`. Recorded only.
+    /// `group_reporting`: the job's group is reported as one job.
     pub group_reporting: bool,
+    /// `numjobs`: clones of the job that run together (1 to [`MAX_NUMJOBS`]).
+    pub numjobs: u32,
     /// The job section's own options as written, in order (fio's `job options`).
     pub options: Vec<(String, String)>,
     /// 1-based line of the job's section header.

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::{DriveSetting, FioError, FioWarning, Job, JobFile, SizeSpec, IGNORED_KEYS};
+use super::{DriveSetting, FioError, FioWarning, Job, JobFile, SizeSpec, IGNORED_KEYS, MAX_NUMJOBS};
 use crate::workload::access::{Distribution, Rw};
 
 /// Parse a fio job file (see the module docs for the accepted subset).
@@ -35,9 +35,19 @@ pub fn parse(text: &str) -> Result<JobFile, FioError> {
             if let Some((_, reason)) = IGNORED_KEYS.iter().find(|(k, _)| *k == key) {
                 if !warnings.iter().any(|w| w.key == key) {
                     let value = value.unwrap_or("").to_string();
+                    let reason = format!("no meaning for a simulated drive ({reason})");
                     warnings.push(FioWarning { key: key.to_string(), value, line, reason });
                 }
             }
+        }
+        if matches!(section, Section::Global) && key == "name" {
+            // fio (init.c get_new_job) names each job after its section
+            // header, overwriting a name inherited from [global].
+            let value = value.unwrap_or("").to_string();
+            let reason = "in [global] it names no job: as in fio, each job is named by its section header \
+                          or its own name="
+                .to_string();
+            warnings.push(FioWarning { key: key.to_string(), value, line, reason });
         }
         let written = (key.to_string(), value.unwrap_or("").to_string());
         match &mut section {
@@ -229,6 +239,7 @@ impl Default for Builder {
                 filename: None,
                 direct: false,
                 group_reporting: false,
+                numjobs: 1,
                 options: Vec::new(),
                 line: 0,
             },
@@ -263,7 +274,9 @@ impl Builder {
                 self.refill_explicit = true;
             }
             Key::Direct => job.direct = parse_flag(Some(required()?)).map_err(bad)?,
-            Key::Name if in_global => return Err(bad("a job name cannot be set in [global]".to_string())),
+            Key::Name if in_global => {
+                non_empty(required()?).map_err(bad)?;
+            }
             Key::Name => self.name = Some(non_empty(required()?).map_err(bad)?),
             Key::Ioengine => job.ioengine = Some(non_empty(required()?).map_err(bad)?),
             Key::Filename => job.filename = Some(non_empty(required()?).map_err(bad)?),
@@ -287,10 +300,12 @@ impl Builder {
             }
             Key::Distribution => job.distribution = parse_distribution(required()?).map_err(bad)?,
             Key::Ignored => {}
-            Key::Numjobs => match parse_int(required()?).map_err(bad)? {
-                1 => {}
-                _ => return Err(bad("only numjobs=1 is supported: each job section models one worker".to_string())),
-            },
+            Key::Numjobs => {
+                job.numjobs = match parse_int(required()?).map_err(bad)? {
+                    n @ 1..=MAX_NUMJOBS => n as u32,
+                    _ => return Err(bad(format!("numjobs must be 1 to {MAX_NUMJOBS} clones of the job"))),
+                }
+            }
         }
         self.origins.insert(canon, Origin { key: key.to_string(), value: value.unwrap_or("").to_string(), line });
         Ok(())

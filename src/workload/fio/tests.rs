@@ -130,6 +130,7 @@ fn defaults_match_fio() {
         filename: None,
         direct: false,
         group_reporting: false,
+        numjobs: 1,
         options: Vec::new(),
         line: 1,
     };
@@ -263,8 +264,14 @@ fn unsupported_key_names_key_and_line_and_lists_supported() {
     let e = err(text);
     assert_eq!(e, FioError::UnsupportedKey { key: "verify_async".to_string(), line: 7 });
     let msg = e.to_string();
-    assert!(msg.starts_with("line 7: unsupported fio option 'verify_async' (supported: name, rw, readwrite, bs,"));
-    assert!(msg.ends_with("group_reporting, numjobs)"), "{msg}");
+    assert!(msg.starts_with("line 7: unsupported fio option 'verify_async' (implemented: name, rw, readwrite, bs,"));
+    assert!(msg.contains("group_reporting, numjobs; accepted with a warning"), "{msg}");
+    // The ignored options are listed too, so a user sees every spelling that works.
+    assert!(msg.contains("norandommap") && msg.contains("ramp_time") && msg.ends_with(')'), "{msg}");
+    assert!(!msg.contains("did you mean"), "{msg}");
+    // A typo gets the option it most likely meant.
+    let typo = err("[job]\niodepht=4\n").to_string();
+    assert!(typo.contains("unsupported fio option 'iodepht', did you mean 'iodepth'?"), "{typo}");
     assert_eq!(err("[j]\ninclude other.fio\n"), FioError::UnsupportedKey { key: "include".to_string(), line: 2 });
     assert_eq!(err("[j]\nkb_base=1000\n"), FioError::UnsupportedKey { key: "kb_base".to_string(), line: 2 });
     assert_eq!(err("[j]\nBS=4k\n"), FioError::UnsupportedKey { key: "BS".to_string(), line: 2 });
@@ -281,7 +288,8 @@ fn bad_values_carry_key_and_line() {
         ("[j]\nrwmixread=101\n", "rwmixread", 2, "between 0 and 100"),
         ("[j]\ndedupe_percentage=200\n", "dedupe_percentage", 2, "between 0 and 100"),
         ("[j]\nbuffer_compress_percentage=50%\n", "buffer_compress_percentage", 2, "percentage"),
-        ("[j]\nnumjobs=4\n", "numjobs", 2, "numjobs=1"),
+        ("[j]\nnumjobs=0\n", "numjobs", 2, "1 to 64"),
+        ("[j]\nnumjobs=65\n", "numjobs", 2, "1 to 64"),
         ("[j]\nrandom_distribution=normal\n", "random_distribution", 2, "not supported"),
         ("[j]\nrandom_distribution=gauss:5\n", "random_distribution", 2, "not supported"),
         ("[j]\nrandom_distribution=zoned:50/5:30/15:20/\n", "random_distribution", 2, "two zones"),
@@ -296,7 +304,7 @@ fn bad_values_carry_key_and_line() {
         ("[j]\ntime_based=2\n", "time_based", 2, "0 or 1"),
         ("[j]\nbs\n", "bs", 2, "requires a value"),
         ("[j]\nname=\n", "name", 2, "requires a value"),
-        ("[global]\nname=x\n[j]\n", "name", 2, "[global]"),
+        ("[global]\nname=\n[j]\n", "name", 2, "requires a value"),
         ("[j]\nsize=${SIZE}\n", "size", 2, "environment"),
         ("[j]\ntime_based\n", "time_based", 2, "runtime"),
         ("[global]\ntime_based\n[j]\nruntime=0\n", "time_based", 2, "runtime"),
@@ -476,4 +484,34 @@ fn a_size_beyond_the_drive_is_an_error_not_a_clamp() {
     assert!(file.specs(1 << 30, 1).is_ok());
     let file = parse("[a]\nrw=write\nsize=512m\noffset=1m\n").unwrap();
     assert!(file.specs(512 << 20, 1).is_err(), "the offset counts");
+}
+
+#[test]
+fn a_name_in_global_warns_and_names_no_job_as_in_fio() {
+    let file = parse("[global]\nname=all\nrw=write\n[a]\n[b]\nname=bee\n").unwrap();
+    let names: Vec<&str> = file.jobs.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(names, ["a", "bee"], "section headers (or the job's own name=) name the jobs");
+    assert_eq!(file.warnings.len(), 1);
+    assert!(file.warnings[0].to_string().starts_with("line 2: name=all: in [global] it names no job"));
+}
+
+#[test]
+fn stonewalls_split_groups_and_numjobs_clones_run_with_their_own_seeds() {
+    let text = "[global]\nbs=4k\nsize=1m\nrandseed=7\n\
+                [w]\nrw=randwrite\nnumjobs=3\ngroup_reporting\n\
+                [r]\nrw=randread\n\
+                [t]\nstonewall\nrw=trim\nnumjobs=2\n";
+    let file = parse(text).unwrap();
+    let groups = file.plan(1 << 30, 1).unwrap();
+    assert_eq!(groups.len(), 2, "one stonewall, two groups");
+    let (g0, g1) = (&groups[0], &groups[1]);
+    assert_eq!((g0.id, g1.id), (0, 1));
+    assert!(g0.reporting && !g1.reporting, "group_reporting is the group's");
+    let jobs = |g: &Group| g.members.iter().map(|m| (m.job, m.spec.name.clone())).collect::<Vec<_>>();
+    assert_eq!(jobs(g0), [(0, "w".into()), (0, "w".into()), (0, "w".into()), (1, "r".into())]);
+    assert_eq!(jobs(g1), [(2, "t".into()), (2, "t".into())]);
+    let seeds: Vec<u64> = g0.members[..3].iter().map(|m| m.spec.seed).collect();
+    assert_eq!(seeds[0], 7, "the first clone keeps the job's randseed");
+    assert!(seeds[0] != seeds[1] && seeds[1] != seeds[2] && seeds[0] != seeds[2], "clones differ: {seeds:?}");
+    assert_eq!(file.plan(1 << 30, 1).unwrap()[0].members[2].spec.seed, seeds[2], "and are deterministic");
 }
