@@ -13,6 +13,8 @@
 //! channel. The controller reports the NAND operations a command caused;
 //! this module turns them into time.
 
+use std::collections::VecDeque;
+
 use serde::{Deserialize, Serialize};
 
 use crate::units::SimTime;
@@ -158,8 +160,9 @@ const MAX_GAPS: usize = 64;
 struct Lane {
     end: SimTime,
     /// Idle stretches `(from, to)` before `end`, oldest first, disjoint.
+    /// A ring, so forgetting the oldest moves nothing.
     #[serde(skip)]
-    gaps: Vec<(SimTime, SimTime)>,
+    gaps: VecDeque<(SimTime, SimTime)>,
 }
 
 impl Lane {
@@ -190,7 +193,7 @@ impl Lane {
             return start;
         }
         if ready > self.end {
-            self.gaps.push((self.end, ready));
+            self.gaps.push_back((self.end, ready));
             self.forget();
         }
         self.end = ready + cost;
@@ -199,7 +202,7 @@ impl Lane {
 
     fn forget(&mut self) {
         if self.gaps.len() > MAX_GAPS {
-            self.gaps.remove(0);
+            self.gaps.pop_front();
         }
     }
 }

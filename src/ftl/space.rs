@@ -240,13 +240,60 @@ impl Space {
         now: u64,
         frontier: usize,
     ) -> Result<NandExtent, DriveError> {
-        debug_assert!(len > 0 && len <= self.block_bytes, "chunk length out of range");
+        let base = self.frontier_base(frontier);
+        self.append_from(nand, base, chunk, len, now)
+    }
+
+    /// Appends chunks `(id, len)` in order to write frontier `frontier`:
+    /// the same placement as [`Space::append`] of each with write clocks
+    /// `*clock + 1`, `*clock + 2`, ... (`clock` advances), without
+    /// per-chunk set-up: a GC victim's live chunks go out in one pass.
+    /// Pushes each placed chunk's extent to `out`; on failure `out` holds
+    /// those placed before it.
+    pub fn append_run(
+        &mut self,
+        nand: &mut NandArray,
+        chunks: impl Iterator<Item = (ChunkId, u32)>,
+        clock: &mut u64,
+        frontier: usize,
+        out: &mut Vec<NandExtent>,
+    ) -> Result<(), DriveError> {
+        let base = self.frontier_base(frontier);
+        for (chunk, len) in chunks {
+            *clock += 1;
+            let die = self.cursor;
+            let fits = matches!(&self.open[base + die], Some(o) if self.block_bytes - o.write_point >= len);
+            let extent = if fits {
+                self.append_at(nand, base + die, die, chunk, len, *clock)?
+            } else {
+                self.append_from(nand, base, chunk, len, *clock)?
+            };
+            out.push(extent);
+        }
+        Ok(())
+    }
+
+    /// The first open-block slot of frontier `frontier` (clamped to the
+    /// frontiers there are).
+    fn frontier_base(&self, frontier: usize) -> usize {
         let dies = self.dies();
-        let base = frontier.min(self.open.len() / dies - 1) * dies;
-        for _ in 0..dies {
+        frontier.min(self.open.len() / dies - 1) * dies
+    }
+
+    /// [`Space::append`] to the frontier whose slots start at `base`.
+    fn append_from(
+        &mut self,
+        nand: &mut NandArray,
+        base: usize,
+        chunk: ChunkId,
+        len: u32,
+        now: u64,
+    ) -> Result<NandExtent, DriveError> {
+        debug_assert!(len > 0 && len <= self.block_bytes, "chunk length out of range");
+        for _ in 0..self.dies() {
             let die = self.cursor;
             if self.ensure_room(nand, base + die, len)? {
-                return self.append_at(nand, base + die, chunk, len, now);
+                return self.append_at(nand, base + die, die, chunk, len, now);
             }
             self.cursor = self.next_die(die);
         }
@@ -279,16 +326,18 @@ impl Space {
         Ok(true)
     }
 
+    /// Appends to open-block slot `slot` (of die `die`), which has room.
+    #[inline]
     fn append_at(
         &mut self,
         nand: &mut NandArray,
         slot: usize,
+        die: usize,
         chunk: ChunkId,
         len: u32,
         now: u64,
     ) -> Result<NandExtent, DriveError> {
         let page = self.page_bytes;
-        let die = slot % self.dies();
         let open = self.open[slot].as_mut().expect("ensure_room opened a block");
         let block = open.block;
         let offset = open.write_point;
@@ -349,6 +398,14 @@ impl Space {
         }
     }
 
+    /// Marks `bytes` of a GC victim's live bytes dead at once (its live
+    /// chunks moved); the victim is out of the greedy index.
+    pub fn drop_live(&mut self, victim: BlockId, bytes: u32) {
+        let m = &mut self.meta[victim.0 as usize];
+        debug_assert!(!m.indexed && m.live_bytes >= bytes, "dropping live bytes of an indexed block");
+        m.live_bytes -= bytes;
+    }
+
     /// The sealed block greedy GC cleans: fewest live bytes, then oldest,
     /// among blocks with dead chunks (see [`crate::ftl::victim`]); the same
     /// choice as scanning every block, from an index.
@@ -376,26 +433,23 @@ impl Space {
     /// Pages of NAND that a read of `extent` must sense (pages still in the
     /// page buffer cost none), pushed as `(block, page)` pairs.
     pub fn nand_pages(&self, nand: &NandArray, extent: NandExtent, out: &mut Vec<(u32, u32)>) {
-        self.nand_pages_in_order(nand, std::iter::once(extent), out);
+        let (first, last) = extent.pages(self.page_bytes);
+        let end = (last + 1).min(nand.programmed_pages(extent.block));
+        out.extend((first..end).map(|p| (extent.block.0, p)));
     }
 
-    /// Pages of NAND that reads of all of `extents` must sense, each once,
-    /// pushed in page order as `(block, page)` pairs: [`Space::nand_pages`]
-    /// of each, without repeats, for extents of one block in offset order
-    /// (a GC victim's live chunks).
-    pub fn nand_pages_in_order(
-        &self,
-        nand: &NandArray,
-        extents: impl Iterator<Item = NandExtent>,
-        out: &mut Vec<(u32, u32)>,
-    ) {
-        let mut next = 0;
+    /// How many pages reads of all of `extents` must sense, each page
+    /// once: [`Space::nand_pages`] of each, without repeats, for extents of
+    /// one block in offset order (a GC victim's live chunks).
+    pub fn nand_page_count_in_order(&self, nand: &NandArray, extents: impl Iterator<Item = NandExtent>) -> u32 {
+        let (mut next, mut count, mut programmed) = (0, 0, None);
         for extent in extents {
             let (first, last) = extent.pages(self.page_bytes);
-            let end = (last + 1).min(nand.programmed_pages(extent.block));
-            out.extend((first.max(next)..end).map(|p| (extent.block.0, p)));
+            let end = (last + 1).min(*programmed.get_or_insert_with(|| nand.programmed_pages(extent.block)));
+            count += end.saturating_sub(first.max(next));
             next = next.max(last + 1);
         }
+        count
     }
 
     /// Takes the summary of a sealed victim out for GC.
