@@ -134,6 +134,7 @@ impl NandArray {
     }
 
     /// Programs `page` of `block`. Pages go in order.
+    #[inline]
     pub fn program(&mut self, block: BlockId, page: u32) -> Result<(), NandError> {
         let pages = self.geometry.pages_per_block;
         let b = &mut self.blocks[block.0 as usize];

@@ -170,7 +170,11 @@ impl Lane {
     /// `ready` and is long enough. Returns its start.
     fn book(&mut self, ready: SimTime, cost: u64) -> SimTime {
         if ready < self.end {
-            if let Some(i) = self.gaps.iter().position(|&(from, to)| ready.max(from) + cost <= to) {
+            // Gaps are in time order: those ending before `ready + cost`
+            // cannot take the work, so the scan starts after them.
+            let skip = self.gaps.partition_point(|&(_, to)| to < ready + cost);
+            let fits = self.gaps.range(skip..).position(|&(from, to)| ready.max(from) + cost <= to);
+            if let Some(i) = fits.map(|i| skip + i) {
                 let (from, to) = self.gaps[i];
                 let start = ready.max(from);
                 let end = start + cost;
