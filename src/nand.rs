@@ -84,9 +84,12 @@ impl NandArray {
         self.collecting = collecting;
     }
 
-    /// Operations done since the last call, in order; the journal empties.
-    pub fn drain_journal(&mut self) -> std::vec::Drain<'_, NandOp> {
-        self.journal.drain(..)
+    /// Operations done since the last call, in order; the journal empties
+    /// and goes on in `spare`'s buffer (hand back the last one returned,
+    /// so neither is allocated again).
+    pub fn take_journal(&mut self, mut spare: Vec<NandOp>) -> Vec<NandOp> {
+        spare.clear();
+        std::mem::replace(&mut self.journal, spare)
     }
 
     /// Operations recorded so far (since the last drain).
@@ -131,6 +134,7 @@ impl NandArray {
     }
 
     /// Programs `page` of `block`. Pages go in order.
+    #[inline]
     pub fn program(&mut self, block: BlockId, page: u32) -> Result<(), NandError> {
         let pages = self.geometry.pages_per_block;
         let b = &mut self.blocks[block.0 as usize];
@@ -156,6 +160,14 @@ impl NandArray {
         self.counters.pages_read += 1;
         let die = self.die_of(block);
         self.journal.push(if self.collecting { NandOp::GcRead(die) } else { NandOp::Read(die) });
+    }
+
+    /// [`NandArray::journal_read`] of `pages` pages of `block`.
+    pub fn journal_reads(&mut self, block: BlockId, pages: u32) {
+        self.counters.pages_read += u64::from(pages);
+        let die = self.die_of(block);
+        let op = if self.collecting { NandOp::GcRead(die) } else { NandOp::Read(die) };
+        self.journal.extend(std::iter::repeat_n(op, pages as usize));
     }
 
     /// Erases `block`: every page programmable again, one more P/E cycle.

@@ -13,6 +13,8 @@
 //! channel. The controller reports the NAND operations a command caused;
 //! this module turns them into time.
 
+use std::collections::VecDeque;
+
 use serde::{Deserialize, Serialize};
 
 use crate::units::SimTime;
@@ -158,8 +160,9 @@ const MAX_GAPS: usize = 64;
 struct Lane {
     end: SimTime,
     /// Idle stretches `(from, to)` before `end`, oldest first, disjoint.
+    /// A ring, so forgetting the oldest moves nothing.
     #[serde(skip)]
-    gaps: Vec<(SimTime, SimTime)>,
+    gaps: VecDeque<(SimTime, SimTime)>,
 }
 
 impl Lane {
@@ -167,7 +170,11 @@ impl Lane {
     /// `ready` and is long enough. Returns its start.
     fn book(&mut self, ready: SimTime, cost: u64) -> SimTime {
         if ready < self.end {
-            if let Some(i) = self.gaps.iter().position(|&(from, to)| ready.max(from) + cost <= to) {
+            // Gaps are in time order: those ending before `ready + cost`
+            // cannot take the work, so the scan starts after them.
+            let skip = self.gaps.partition_point(|&(_, to)| to < ready + cost);
+            let fits = self.gaps.range(skip..).position(|&(from, to)| ready.max(from) + cost <= to);
+            if let Some(i) = fits.map(|i| skip + i) {
                 let (from, to) = self.gaps[i];
                 let start = ready.max(from);
                 let end = start + cost;
@@ -190,7 +197,7 @@ impl Lane {
             return start;
         }
         if ready > self.end {
-            self.gaps.push((self.end, ready));
+            self.gaps.push_back((self.end, ready));
             self.forget();
         }
         self.end = ready + cost;
@@ -199,7 +206,7 @@ impl Lane {
 
     fn forget(&mut self) {
         if self.gaps.len() > MAX_GAPS {
-            self.gaps.remove(0);
+            self.gaps.pop_front();
         }
     }
 }

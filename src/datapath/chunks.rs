@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::image::{decode_from, encode_into, read_table, write_table, Payload, Plain};
-use crate::units::{ChunkId, ExtentPacking, Fingerprint, NandExtent};
+use crate::units::{BlockId, ChunkId, ExtentPacking, Fingerprint, NandExtent};
 
 /// One stored content, as the store hands it out (its fingerprint is kept
 /// apart: see [`ChunkStore::fingerprint`]).
@@ -88,7 +88,7 @@ pub struct ChunkStore {
     fingerprints: Vec<Fingerprint>,
     free: Vec<ChunkId>,
     index: FlatIndex,
-    /// Scratch copy of the records [`ChunkStore::gather`] reads.
+    /// Scratch copy of the records [`ChunkStore::gather_live`] reads.
     gathered: Vec<Record>,
 }
 
@@ -191,14 +191,21 @@ impl ChunkStore {
         Chunk { extent: self.packing.unpack(r.extent), refs: r.refs }
     }
 
-    /// Appends `(id, extent, refs)` of each of `ids` to `out`, in order.
-    /// The records are first copied in a tight loop of independent loads,
-    /// so many of their cache misses overlap, then unpacked from the copy.
-    pub fn gather(&mut self, ids: &[ChunkId], out: &mut Vec<(ChunkId, NandExtent, u32)>) {
+    /// Appends `(id, extent)` of each of `ids` whose chunk is live in
+    /// `block` to `out`, in order (a GC victim's summary: entries of chunks
+    /// since freed or moved are dropped). The records are first copied in
+    /// a tight loop of independent loads, so many of their cache misses
+    /// overlap, then filtered and unpacked from the copy.
+    pub fn gather_live(&mut self, ids: &[ChunkId], block: BlockId, out: &mut Vec<(ChunkId, NandExtent)>) {
         let mut copy = std::mem::take(&mut self.gathered);
         copy.clear();
         copy.extend(ids.iter().map(|id| self.records[id.index()]));
-        out.extend(ids.iter().zip(&copy).map(|(&id, r)| (id, self.packing.unpack(r.extent), r.refs)));
+        for (&id, r) in ids.iter().zip(&copy) {
+            let extent = self.packing.unpack(r.extent);
+            if r.refs > 0 && extent.block == block {
+                out.push((id, extent));
+            }
+        }
         self.gathered = copy;
     }
 

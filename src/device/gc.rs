@@ -129,46 +129,43 @@ impl Drive {
         Ok(true)
     }
 
-    /// Moves every live chunk out of `victim` and erases it. The journal
-    /// gets the victim's reads of live pages first, then the programs of
-    /// their chunks elsewhere, then the erase.
+    /// Moves every live chunk out of `victim` and erases it, in one pass
+    /// per step: gather the live chunks, journal the victim's page reads,
+    /// append them all, then point their records at the new extents. The
+    /// journal gets the reads first, then the programs, then the erase.
     fn relocate_all(&mut self, victim: BlockId) -> Result<(), DriveError> {
         let frontier = self.gc_frontier(victim);
         let summary = self.space.take_summary(victim);
-        // Gather every entry's record, then keep the live ones.
         let mut live = std::mem::take(&mut self.gc_scratch);
         live.clear();
-        self.chunks.gather(&summary, &mut live);
-        live.retain(|&(_, extent, refs)| refs > 0 && extent.block == victim);
+        self.chunks.gather_live(&summary, victim, &mut live);
         // An id freed and reused within the block appears twice in its
-        // summary; both entries now name the same chunk. In offset order
+        // summary; both entries now name the same chunk, which breaks the
+        // rising offset order the summary otherwise has. Sorted by offset
         // the copies are adjacent, and the pages come in order.
-        live.sort_unstable_by_key(|&(_, extent, _)| extent.offset);
-        live.dedup_by_key(|&mut (id, _, _)| id);
-        let mut pages = Vec::new();
-        self.space.nand_pages_in_order(&self.nand, live.iter().map(|&(_, extent, _)| extent), &mut pages);
-        for &(block, _) in &pages {
-            self.nand.journal_read(BlockId(block));
+        if !live.is_sorted_by(|a, b| a.1.offset < b.1.offset) {
+            live.sort_unstable_by_key(|&(_, extent)| extent.offset);
+            live.dedup_by_key(|&mut (id, _)| id);
         }
-        self.counters.gc_page_reads += pages.len() as u64;
+        let pages = self.space.nand_page_count_in_order(&self.nand, live.iter().map(|&(_, extent)| extent));
+        self.nand.journal_reads(victim, pages);
+        self.counters.gc_page_reads += u64::from(pages);
         // A chunk's bytes stay with the chunk (memory media): GC moves
         // only its extent.
-        let mut result = Ok(());
-        for &(id, old, _) in &live {
-            self.clock += 1;
-            let new = match self.space.append(&mut self.nand, id, old.len, self.clock, frontier) {
-                Ok(new) => new,
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
-            };
+        let mut moved = std::mem::take(&mut self.gc_moved);
+        moved.clear();
+        let chunks = live.iter().map(|&(id, old)| (id, old.len));
+        let result = self.space.append_run(&mut self.nand, chunks, &mut self.clock, frontier, &mut moved);
+        let mut bytes = 0;
+        for (&(id, old), &new) in live.iter().zip(&moved) {
             self.chunks.relocate(id, new);
-            self.space.invalidate(old);
-            self.counters.gc_relocated_bytes += u64::from(old.len);
-            self.counters.gc_relocated_chunks += 1;
+            bytes += old.len;
         }
+        self.space.drop_live(victim, bytes);
+        self.counters.gc_relocated_bytes += u64::from(bytes);
+        self.counters.gc_relocated_chunks += moved.len() as u64;
         self.gc_scratch = live;
+        self.gc_moved = moved;
         if let Err(e) = result {
             // The victim keeps what was not moved, and stays a candidate.
             self.space.untake_summary(victim, summary);

@@ -21,7 +21,7 @@ use crate::error::{ConfigError, DriveError};
 use crate::ftl::map::L2pMap;
 use crate::ftl::map_cache::MapCache;
 use crate::ftl::space::Space;
-use crate::nand::NandArray;
+use crate::nand::{NandArray, NandOp};
 use crate::timing::Timeline;
 use crate::units::{BlockId, ChunkId, Lba, Lpn, NandExtent, SimTime, SECTOR_BYTES};
 
@@ -100,7 +100,11 @@ pub struct Drive {
     /// `(block, page, erase count)`, most recent last.
     read_cache: std::collections::VecDeque<(u32, u32, u32)>,
     /// Scratch list of a GC victim's chunks, reused by every collection.
-    gc_scratch: Vec<(ChunkId, NandExtent, u32)>,
+    gc_scratch: Vec<(ChunkId, NandExtent)>,
+    /// Where GC moved them (the same reuse).
+    gc_moved: Vec<NandExtent>,
+    /// The journal buffer not in use (see [`NandArray::take_journal`]).
+    ops_spare: Vec<NandOp>,
     /// Scratch list of when each GC victim's data is read, per write.
     victim_scratch: Vec<SimTime>,
     /// The host's stream hints: `(first unit, stream)` in order, each
@@ -142,6 +146,8 @@ impl Drive {
             marks: Vec::new(),
             read_cache: std::collections::VecDeque::new(),
             gc_scratch: Vec::new(),
+            gc_moved: Vec::new(),
+            ops_spare: Vec::new(),
             stream_hints: Vec::new(),
             victim_scratch: Vec::new(),
             config,

@@ -143,8 +143,8 @@ impl Drive {
     pub(super) fn time_background(&mut self, at: SimTime) -> SimTime {
         let mut done = at;
         let mut data_ready = at;
-        let ops: Vec<NandOp> = self.nand.drain_journal().collect();
-        for op in ops {
+        let ops = self.nand.take_journal(std::mem::take(&mut self.ops_spare));
+        for &op in &ops {
             let t = &mut self.timeline;
             match op {
                 NandOp::Read(DieId(d)) | NandOp::GcRead(DieId(d)) => {
@@ -158,6 +158,7 @@ impl Drive {
                 NandOp::Erase(DieId(d)) => done = done.max(t.erase(d, data_ready)),
             }
         }
+        self.ops_spare = ops;
         done
     }
 

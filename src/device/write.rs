@@ -5,7 +5,6 @@
 use super::{Drive, Issuer, Serial};
 use crate::datapath::pipeline::EncodedBatch;
 use crate::error::DriveError;
-use crate::nand::NandOp;
 use crate::units::{BlockId, ChunkId, Fingerprint, Lba, Lpn, NandExtent, SECTOR_BYTES};
 
 /// Units encoded together at most: enough to keep both pipeline threads
@@ -84,7 +83,7 @@ impl Drive {
             }
         }
         self.commit(&pending)?;
-        let ops: Vec<NandOp> = self.nand.drain_journal().collect();
+        let ops = self.nand.take_journal(std::mem::take(&mut self.ops_spare));
         self.marks.push(ops.len());
         for (r, (_, data)) in requests.iter().enumerate() {
             let submitted = queue.submit_time();
@@ -92,6 +91,7 @@ impl Drive {
             queue.complete(submitted, done);
             self.now = self.now.max(done);
         }
+        self.ops_spare = ops;
         Ok(())
     }
 

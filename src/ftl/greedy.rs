@@ -10,7 +10,11 @@
 //! cost a removal and an insertion on every host overwrite.
 
 /// Buckets per index (at most): the shift is chosen to keep them this few.
-const MAX_BUCKETS: u32 = 1024;
+/// Coarse enough that most invalidations leave a block in its bucket (a
+/// 2 MiB block's buckets are 32 KiB, eight 4 KiB units: with 4 KiB buckets
+/// every content-free overwrite moved a block), fine enough that the
+/// lowest bucket holds few blocks to scan for the victim.
+const MAX_BUCKETS: u32 = 128;
 
 /// An indexed block with its key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -26,6 +26,8 @@ use crate::nand::NandArray;
 use crate::units::NandExtent;
 use crate::units::{BlockId, ChunkId, Divisor};
 
+mod check;
+
 /// Life-cycle state of a block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum BlockState {
@@ -240,13 +242,60 @@ impl Space {
         now: u64,
         frontier: usize,
     ) -> Result<NandExtent, DriveError> {
-        debug_assert!(len > 0 && len <= self.block_bytes, "chunk length out of range");
+        let base = self.frontier_base(frontier);
+        self.append_from(nand, base, chunk, len, now)
+    }
+
+    /// Appends chunks `(id, len)` in order to write frontier `frontier`:
+    /// the same placement as [`Space::append`] of each with write clocks
+    /// `*clock + 1`, `*clock + 2`, ... (`clock` advances), without
+    /// per-chunk set-up: a GC victim's live chunks go out in one pass.
+    /// Pushes each placed chunk's extent to `out`; on failure `out` holds
+    /// those placed before it.
+    pub fn append_run(
+        &mut self,
+        nand: &mut NandArray,
+        chunks: impl Iterator<Item = (ChunkId, u32)>,
+        clock: &mut u64,
+        frontier: usize,
+        out: &mut Vec<NandExtent>,
+    ) -> Result<(), DriveError> {
+        let base = self.frontier_base(frontier);
+        for (chunk, len) in chunks {
+            *clock += 1;
+            let die = self.cursor;
+            let fits = matches!(&self.open[base + die], Some(o) if self.block_bytes - o.write_point >= len);
+            let extent = if fits {
+                self.append_at(nand, base + die, die, chunk, len, *clock)?
+            } else {
+                self.append_from(nand, base, chunk, len, *clock)?
+            };
+            out.push(extent);
+        }
+        Ok(())
+    }
+
+    /// The first open-block slot of frontier `frontier` (clamped to the
+    /// frontiers there are).
+    fn frontier_base(&self, frontier: usize) -> usize {
         let dies = self.dies();
-        let base = frontier.min(self.open.len() / dies - 1) * dies;
-        for _ in 0..dies {
+        frontier.min(self.open.len() / dies - 1) * dies
+    }
+
+    /// [`Space::append`] to the frontier whose slots start at `base`.
+    fn append_from(
+        &mut self,
+        nand: &mut NandArray,
+        base: usize,
+        chunk: ChunkId,
+        len: u32,
+        now: u64,
+    ) -> Result<NandExtent, DriveError> {
+        debug_assert!(len > 0 && len <= self.block_bytes, "chunk length out of range");
+        for _ in 0..self.dies() {
             let die = self.cursor;
             if self.ensure_room(nand, base + die, len)? {
-                return self.append_at(nand, base + die, chunk, len, now);
+                return self.append_at(nand, base + die, die, chunk, len, now);
             }
             self.cursor = self.next_die(die);
         }
@@ -279,16 +328,18 @@ impl Space {
         Ok(true)
     }
 
+    /// Appends to open-block slot `slot` (of die `die`), which has room.
+    #[inline]
     fn append_at(
         &mut self,
         nand: &mut NandArray,
         slot: usize,
+        die: usize,
         chunk: ChunkId,
         len: u32,
         now: u64,
     ) -> Result<NandExtent, DriveError> {
         let page = self.page_bytes;
-        let die = slot % self.dies();
         let open = self.open[slot].as_mut().expect("ensure_room opened a block");
         let block = open.block;
         let offset = open.write_point;
@@ -349,6 +400,14 @@ impl Space {
         }
     }
 
+    /// Marks `bytes` of a GC victim's live bytes dead at once (its live
+    /// chunks moved); the victim is out of the greedy index.
+    pub fn drop_live(&mut self, victim: BlockId, bytes: u32) {
+        let m = &mut self.meta[victim.0 as usize];
+        debug_assert!(!m.indexed && m.live_bytes >= bytes, "dropping live bytes of an indexed block");
+        m.live_bytes -= bytes;
+    }
+
     /// The sealed block greedy GC cleans: fewest live bytes, then oldest,
     /// among blocks with dead chunks (see [`crate::ftl::victim`]); the same
     /// choice as scanning every block, from an index.
@@ -376,26 +435,23 @@ impl Space {
     /// Pages of NAND that a read of `extent` must sense (pages still in the
     /// page buffer cost none), pushed as `(block, page)` pairs.
     pub fn nand_pages(&self, nand: &NandArray, extent: NandExtent, out: &mut Vec<(u32, u32)>) {
-        self.nand_pages_in_order(nand, std::iter::once(extent), out);
+        let (first, last) = extent.pages(self.page_bytes);
+        let end = (last + 1).min(nand.programmed_pages(extent.block));
+        out.extend((first..end).map(|p| (extent.block.0, p)));
     }
 
-    /// Pages of NAND that reads of all of `extents` must sense, each once,
-    /// pushed in page order as `(block, page)` pairs: [`Space::nand_pages`]
-    /// of each, without repeats, for extents of one block in offset order
-    /// (a GC victim's live chunks).
-    pub fn nand_pages_in_order(
-        &self,
-        nand: &NandArray,
-        extents: impl Iterator<Item = NandExtent>,
-        out: &mut Vec<(u32, u32)>,
-    ) {
-        let mut next = 0;
+    /// How many pages reads of all of `extents` must sense, each page
+    /// once: [`Space::nand_pages`] of each, without repeats, for extents of
+    /// one block in offset order (a GC victim's live chunks).
+    pub fn nand_page_count_in_order(&self, nand: &NandArray, extents: impl Iterator<Item = NandExtent>) -> u32 {
+        let (mut next, mut count, mut programmed) = (0, 0, None);
         for extent in extents {
             let (first, last) = extent.pages(self.page_bytes);
-            let end = (last + 1).min(nand.programmed_pages(extent.block));
-            out.extend((first.max(next)..end).map(|p| (extent.block.0, p)));
+            let end = (last + 1).min(*programmed.get_or_insert_with(|| nand.programmed_pages(extent.block)));
+            count += end.saturating_sub(first.max(next));
             next = next.max(last + 1);
         }
+        count
     }
 
     /// Takes the summary of a sealed victim out for GC.
@@ -474,96 +530,76 @@ impl Space {
         let summaries: usize = self.meta.iter().map(|m| m.summary.capacity() * std::mem::size_of::<ChunkId>()).sum();
         (meta as u64, summaries as u64, self.greedy.heap_bytes())
     }
+}
 
-    /// Checks free-list and state accounting; returns the first fault.
-    pub fn check(&self, nand: &NandArray) -> Result<(), String> {
-        let listed: usize = self.free.iter().map(VecDeque::len).sum();
-        let free_state = self.meta.iter().filter(|m| m.state == BlockState::Free).count();
-        if listed != self.free_count as usize || free_state != listed {
-            return Err(format!(
-                "free accounting: counter {}, listed {listed}, in Free state {free_state}",
-                self.free_count
-            ));
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn geometry() -> Geometry {
+        Geometry {
+            channels: 2,
+            dies_per_channel: 2,
+            blocks_per_die: 8,
+            pages_per_block: 4,
+            page_bytes: 4096,
+            pe_cycles: 10,
         }
-        for (die, list) in self.free.iter().enumerate() {
-            for b in list {
-                if (b.0 / self.blocks_per_die) as usize != die || nand.programmed_pages(*b) != 0 {
-                    return Err(format!("free block {} is on die {die}'s list but not an erased block of it", b.0));
-                }
-            }
-        }
-        let open_state = self.meta.iter().filter(|m| m.state == BlockState::Open).count();
-        if open_state != self.open.iter().flatten().count() {
-            return Err(format!(
-                "{open_state} blocks in Open state, {} open slots",
-                self.open.iter().flatten().count()
-            ));
-        }
-        self.greedy.check()?;
-        let indexed = self.meta.iter().filter(|m| m.indexed).count();
-        let sealed = self.meta.iter().filter(|m| m.state == BlockState::Sealed).count();
-        if indexed != self.greedy.count() || indexed != sealed {
-            return Err(format!(
-                "greedy index: {} entries, {indexed} blocks marked indexed, {sealed} sealed",
-                self.greedy.count()
-            ));
-        }
-        for (block, live, data, seq) in self.greedy.entries() {
-            let m = &self.meta[block as usize];
-            if !m.indexed || (m.live_bytes, m.data_bytes, m.sealed_seq) != (live, data, seq) {
-                return Err(format!("greedy index entry of block {block} does not match the block"));
-            }
-        }
-        for o in self.open.iter().flatten() {
-            let whole = o.write_point / self.page_bytes;
-            if nand.programmed_pages(o.block) != whole {
-                return Err(format!(
-                    "open block {}: write point {} but {} pages programmed",
-                    o.block.0,
-                    o.write_point,
-                    nand.programmed_pages(o.block)
-                ));
-            }
-        }
-        Ok(())
     }
 
-    /// Checks that state read from an image fits `geometry` and a chunk
-    /// table of `records` entries, so that no later access goes out of
-    /// bounds. [`Space::check`] then checks the accounting.
-    pub fn check_shape(&self, geometry: &Geometry, frontiers: usize, records: usize) -> Result<(), String> {
-        let fresh = Space::with_frontiers(geometry, frontiers);
-        if (self.page_bytes, self.block_bytes, self.blocks_per_die)
-            != (fresh.page_bytes, fresh.block_bytes, fresh.blocks_per_die)
-            || self.meta.len() != fresh.meta.len()
-            || self.free.len() != fresh.free.len()
-            || self.open.len() != fresh.open.len()
-            || self.cursor >= self.free.len()
-        {
-            return Err("block space does not match the geometry".into());
+    /// Chunk lengths like compressed units: some straddle pages, some do
+    /// not fit a block's tail.
+    fn lengths() -> Vec<u32> {
+        (0..120u32).map(|i| 1 + (i * 2654435761 % 4096)).collect()
+    }
+
+    #[test]
+    fn a_run_places_chunks_as_one_append_each_does() {
+        let g = geometry();
+        let (mut one, mut run) = (Space::with_frontiers(&g, 2), Space::with_frontiers(&g, 2));
+        let (mut nand_one, mut nand_run) = (NandArray::new(&g), NandArray::new(&g));
+        let chunks: Vec<(ChunkId, u32)> =
+            lengths().into_iter().enumerate().map(|(i, len)| (ChunkId::from_index(i).unwrap(), len)).collect();
+        let mut expected = Vec::new();
+        for (k, &(id, len)) in chunks.iter().enumerate() {
+            expected.push(one.append(&mut nand_one, id, len, 7 + k as u64 + 1, 1).unwrap());
         }
-        let blocks = self.meta.len() as u32;
-        if self.free.iter().flatten().any(|b| b.0 >= blocks) {
-            return Err("a free list names a block beyond the array".into());
+        let (mut clock, mut placed) = (7, Vec::new());
+        run.append_run(&mut nand_run, chunks.iter().copied(), &mut clock, 1, &mut placed).unwrap();
+        assert_eq!(placed, expected);
+        assert_eq!(clock, 7 + chunks.len() as u64);
+        assert_eq!(nand_run.journal(), nand_one.journal());
+        assert!(nand_one.journal().len() > g.pages_per_block as usize, "the run fills more than a block");
+        for b in 0..g.total_blocks() {
+            let block = BlockId(b);
+            assert_eq!(run.summary(block), one.summary(block));
+            assert_eq!((run.state(block), run.live_bytes(block)), (one.state(block), one.live_bytes(block)));
         }
-        for (slot, o) in self.open.iter().enumerate() {
-            let Some(o) = o else { continue };
-            let die = slot % self.free.len();
-            if o.block.0 / self.blocks_per_die != die as u32
-                || o.write_point > self.block_bytes
-                || self.meta[o.block.0 as usize].state != BlockState::Open
-            {
-                return Err(format!("open block {} of die {die} is malformed", o.block.0));
-            }
+        assert_eq!((run.free_blocks(), run.unwritten_bytes()), (one.free_blocks(), one.unwritten_bytes()));
+        run.check(&nand_run).unwrap();
+    }
+
+    #[test]
+    fn page_count_of_a_victim_counts_each_page_once() {
+        let g = geometry();
+        let mut space = Space::new(&g);
+        let mut nand = NandArray::new(&g);
+        let extents: Vec<NandExtent> = lengths()
+            .into_iter()
+            .take(40)
+            .enumerate()
+            .map(|(i, len)| space.append(&mut nand, ChunkId::from_index(i).unwrap(), len, 1, 0).unwrap())
+            .collect();
+        let block = extents[0].block;
+        let in_block: Vec<NandExtent> = extents.into_iter().filter(|e| e.block == block).collect();
+        let mut listed = Vec::new();
+        for &e in &in_block {
+            space.nand_pages(&nand, e, &mut listed);
         }
-        for (b, m) in self.meta.iter().enumerate() {
-            if m.summary.iter().any(|id| id.index() >= records) {
-                return Err(format!("block {b}'s summary names a chunk beyond the chunk table"));
-            }
-            if m.live_bytes > self.block_bytes || m.data_bytes > self.block_bytes {
-                return Err(format!("block {b} counts more bytes than it holds"));
-            }
-        }
-        Ok(())
+        listed.sort_unstable();
+        listed.dedup();
+        let counted = space.nand_page_count_in_order(&nand, in_block.iter().copied());
+        assert_eq!(counted as usize, listed.len());
+        assert!(counted > 0);
     }
 }
