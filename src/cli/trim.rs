@@ -117,11 +117,12 @@ pub(crate) fn raid(args: RaidArgs) -> Result<(), Failure> {
         r.drive_writes, r.torture_secs, r.trimmed_units
     );
     summary += &format!(
-        "{:<20} {:>10} {:>10}   (HD Tach, {} requests)\n",
+        "{:<20} {:>10} {:>10}   (HD Tach: {} requests on the array, {} on one member)\n",
         "state",
         "read MB/s",
         "write MB/s",
-        size_label(r.request_bytes)
+        size_label(r.request_bytes),
+        size_label(duraflash::workload::review::HDTACH_REQUEST)
     );
     for (name, m) in [
         ("one member, clean", &r.single),

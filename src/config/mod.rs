@@ -177,16 +177,22 @@ impl DriveConfig {
                     blocks_per_die: 4096,
                     pages_per_block: 256,
                     page_bytes: 8192,
+                    // Rated endurance of 25 nm consumer MLC.
                     pe_cycles: 3000,
                 },
                 true,
                 // No DRAM: map pages are cached in a few MiB of SRAM.
                 Some(SF2281_MAP_CACHE_BYTES),
                 TimingParams {
+                    // IMFT 25 nm MLC datasheet-typical tR, tPROG (per
+                    // 8 KiB page) and tBERS.
                     read_ns: 50_000,
                     program_ns: 1_300_000,
                     erase_ns: 3_000_000,
+                    // ONFI 2.x bus generation (200 MT/s).
                     channel_bytes_per_sec: 200_000_000,
+                    // No datasheet figure: above the SATA payload rate, so
+                    // the link, not the engine, bounds a clean read.
                     engine_bytes_per_sec: 1_000_000_000,
                     host_link: HostLink::Sata6g,
                     // Calibrated: the clean HD Tach read (402 MB/s) with
@@ -194,6 +200,9 @@ impl DriveConfig {
                     command_service_ns: 8_000,
                     // Calibrated to the clean HD Tach read, 402 MB/s.
                     command_latency_ns: 92_000,
+                    // No datasheet or review figure (shared by every
+                    // preset): firmware time per DSM range, small against a
+                    // command's latency; it moves only TRIM-heavy runs.
                     trim_range_ns: 2_000,
                     // Page reads in flight per command under the read quirk:
                     // no datasheet figure. Set with the first piece-cost fit
@@ -202,8 +211,19 @@ impl DriveConfig {
                     // tortured read, declared here and not refitted.
                     read_window: Some(5),
                     read_piece_ns: SF2281_READ_PIECE_NS,
+                    // The next three are model choices shared by every
+                    // preset, with no datasheet or review figure; none was
+                    // fitted. Background work may trail host work by 200
+                    // ms (a die scheduler giving host reads priority); it
+                    // moves when GC shows up in host latency, not how much.
                     gc_lag_ns: 200_000_000,
+                    // Programs queued per die (cache program plus the
+                    // controller's buffer), so one erase does not stall a
+                    // write.
                     program_queue: 4,
+                    // Pages the read buffer keeps: one 8 KiB page per die
+                    // and stripe twice over; it spares a second sense of a
+                    // page a straddling chunk shares.
                     read_cache_pages: 64,
                 },
                 // The reviewed Corsair Force GS shipped with 5.0.x.
@@ -224,17 +244,33 @@ impl DriveConfig {
                 false,
                 None,
                 TimingParams {
+                    // Datasheet-typical tR of 27 nm toggle MLC.
                     read_ns: 60_000,
+                    // Calibrated: effective tPROG (two planes folded in) of
+                    // eight dies giving the review's "under 160 MB/s"
+                    // sequential write: 8 x 8 KiB / 420 us = 156 MB/s.
                     program_ns: 420_000,
+                    // Datasheet-typical tBERS.
                     erase_ns: 3_000_000,
+                    // Toggle DDR 1.0 bus generation.
                     channel_bytes_per_sec: 400_000_000,
+                    // Unused: the 830 neither compresses nor hashes.
                     engine_bytes_per_sec: 1_000_000_000,
                     host_link: HostLink::Sata6g,
+                    // No review figure (the 2012 review gives no IOPS for
+                    // one drive): it caps IOPS at 167k, above what the
+                    // dies deliver at QD 32, so it limits no reported row.
                     command_service_ns: 6_000,
+                    // Calibrated to the review's "almost 500 MB/s"
+                    // sequential read (HD Tach, 128 KiB at QD 1: 500.1).
                     command_latency_ns: 28_000,
+                    // Shared with every preset (see the sf2281-240g preset).
                     trim_range_ns: 2_000,
+                    // No read quirk: every page read overlaps.
                     read_window: None,
                     read_piece_ns: 0,
+                    // Model choices shared by every preset (see the
+                    // sf2281-240g preset), none fitted.
                     gc_lag_ns: 200_000_000,
                     program_queue: 4,
                     read_cache_pages: 64,
@@ -256,17 +292,35 @@ impl DriveConfig {
                 false,
                 None,
                 TimingParams {
+                    // Datasheet-typical tR of 34 nm MLC.
                     read_ns: 50_000,
+                    // Calibrated: effective tPROG of one 4 KiB page on
+                    // each of 40 dies, for the review discussion's 19,360
+                    // IOPS 4 KiB random write at QD 64 (40 / 2 ms = 20k).
                     program_ns: 2_000_000,
+                    // Datasheet-typical tBERS.
                     erase_ns: 3_000_000,
+                    // ONFI 1.0 asynchronous bus, 40 MT/s.
                     channel_bytes_per_sec: 40_000_000,
+                    // Unused: the X25-M neither compresses nor hashes.
                     engine_bytes_per_sec: 1_000_000_000,
                     host_link: HostLink::Sata3g,
+                    // Calibrated: the IOPS ceiling 1e9 / 25 us = 40k, for
+                    // the review discussion's 40,913 IOPS 4 KiB random read
+                    // at QD 64.
                     command_service_ns: 25_000,
+                    // No review figure: set with the timing model
+                    // (3eb9aab). It overlaps other commands, so it moves
+                    // only shallow queues (5.2k IOPS at QD 1), neither QD 64
+                    // figure.
                     command_latency_ns: 60_000,
+                    // Shared with every preset (see the sf2281-240g preset).
                     trim_range_ns: 2_000,
+                    // No read quirk: every page read overlaps.
                     read_window: None,
                     read_piece_ns: 0,
+                    // Model choices shared by every preset (see the
+                    // sf2281-240g preset), none fitted.
                     gc_lag_ns: 200_000_000,
                     program_queue: 4,
                     read_cache_pages: 64,

@@ -1,5 +1,6 @@
 //! The RAID-0 TRIM experiment (seed notes, section 1) on any array: one
-//! member measured alone for reference, then the array clean -> secure
+//! member measured alone for reference (HD Tach's own 128 KiB requests, as
+//! on a single drive), then the array clean -> secure
 //! erase -> sequential fill -> 4 KiB random reads at QD 1 and 32 -> 4 KiB
 //! random writes over the whole span at QD 32 -> HD Tach (tortured) ->
 //! format (TRIM every LBA, which the driver may drop) -> HD Tach.
@@ -16,7 +17,7 @@ use crate::lab::torture::{format_trim, pause};
 use crate::lab::StudyError;
 use crate::workload::access::{Distribution, Rw};
 use crate::workload::job::{fill_spec, run_job, JobSpec, Limit};
-use crate::workload::review::{hdtach_sized, HdTach};
+use crate::workload::review::{hdtach_sized, HdTach, HDTACH_REQUEST};
 use crate::workload::WorkloadError;
 
 /// Commands of each random-read measurement.
@@ -75,9 +76,10 @@ pub struct RaidReport {
     pub member_bytes: u64,
     /// Bytes of the array.
     pub array_bytes: u64,
-    /// HD Tach request size (one full stripe row of the array).
+    /// HD Tach request size on the array (one full stripe row).
     pub request_bytes: u64,
-    /// One member alone, secure-erased.
+    /// One member alone, secure-erased (HD Tach's own requests,
+    /// [`HDTACH_REQUEST`]).
     pub single: Measured,
     /// One member alone, filled.
     pub single_random_read: RandomRead,
@@ -161,7 +163,9 @@ pub fn raid(
 
     progress("one member", 0.0);
     let mut single = new_drive()?;
-    let single_clean = measure(&mut single, request, spec, 0)?;
+    // HD Tach on one drive issues its own requests; only the array's
+    // driver coalesces them into full stripe rows.
+    let single_clean = measure(&mut single, HDTACH_REQUEST, spec, 0)?;
     fill(&mut single, request, unit_seed(spec.seed, 1))?;
     let single_random_read = random_read(&mut single, unit_seed(spec.seed, 2))?;
 
