@@ -126,13 +126,14 @@ impl Drive {
         let moved = self.relocate_all(victim);
         self.nand.set_collecting(false);
         moved?;
+        self.level_wear()?;
         Ok(true)
     }
 
     /// Moves every live chunk out of `victim` and erases it. The journal
     /// gets the victim's reads of live pages first, then the programs of
     /// their chunks elsewhere, then the erase.
-    fn relocate_all(&mut self, victim: BlockId) -> Result<(), DriveError> {
+    pub(super) fn relocate_all(&mut self, victim: BlockId) -> Result<(), DriveError> {
         let frontier = self.gc_frontier(victim);
         let summary = self.space.take_summary(victim);
         // Gather every entry's record, then keep the live ones.

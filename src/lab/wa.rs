@@ -128,6 +128,10 @@ pub struct WaReport {
     pub nand_bytes: u64,
     /// Bytes GC relocated in the measured phase.
     pub gc_relocated_bytes: u64,
+    /// Bytes static wear levelling moved in the measured phase (apart
+    /// from GC's).
+    #[serde(default)]
+    pub wear_relocated_bytes: u64,
     /// Block erases in the measured phase.
     pub erases: u64,
     /// Stored / raw bytes of chunks created (lifetime).
@@ -297,6 +301,7 @@ pub fn run_with(
         host_bytes,
         nand_bytes,
         gc_relocated_bytes: after.gc_relocated_bytes - before.gc_relocated_bytes,
+        wear_relocated_bytes: after.wear_relocated_bytes - before.wear_relocated_bytes,
         erases: after.erases - before.erases,
         compression_ratio: after.compression_ratio,
         dedup_ratio: after.dedup_ratio,
