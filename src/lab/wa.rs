@@ -281,10 +281,8 @@ pub fn run_with(
             fifo: write_cost * analytic::wa_fifo(alpha),
             random: write_cost * analytic::wa_random(alpha),
             policy: match spec.access {
-                Access::HotCold { hot, writes } => (cfg.gc.policy == GcPolicy::Greedy).then(|| {
-                    let pool = |a| analytic::wa_greedy_mean_field(a, np);
-                    write_cost * analytic::wa_hot_cold_shared_greedy(alpha, hot, writes, pool).0
-                }),
+                Access::HotCold { hot, writes } => (cfg.gc.policy == GcPolicy::Greedy)
+                    .then(|| write_cost * analytic::wa_hot_cold_shared_greedy(alpha, hot, writes, np).0),
                 _ => policy_model(cfg.gc.policy, alpha, np).map(|wa| write_cost * wa),
             },
             hot_cold_optimal: match spec.access {
