@@ -256,3 +256,26 @@ fn separated_hot_cold_matches_the_model_of_greedys_split() {
         assert!(err.abs() < 0.03, "{hot}/{writes}: measured {:.3} vs model {model:.3} ({:+.1}%)", r.waf, err * 100.0);
     }
 }
+
+/// fio's `write_hint` names a write stream (`short` is stream 1): a job
+/// file that hints a stream the drive lacks is a usage error naming the
+/// option; with the streams it runs.
+#[test]
+fn fio_write_hint_needs_its_stream() {
+    let dir = std::env::temp_dir().join(format!("duraflash-write-hint-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = dir.join("hint.fio");
+    std::fs::write(&job, "[fill]\nrw=write\nbs=128k\n[hot]\nrw=randwrite\nsize=20%\nwrite_hint=short\nio_size=4m\n").unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", job.to_str().unwrap(), "--capacity", "64MiB", "--quiet"];
+        args.extend_from_slice(extra);
+        Command::new(env!("CARGO_BIN_EXE_duraflash")).args(&args).output().unwrap()
+    };
+    let out = run(&[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("write_hint") && err.contains("--streams 2") && err.trim_end().lines().count() == 1, "{err}");
+    let out = run(&["--streams", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -13,6 +13,7 @@ use duraflash::host::smart::Smart;
 use duraflash::host::{FioLatency, QueueSummary};
 use duraflash::workload::access::Rw;
 use duraflash::workload::fio;
+use duraflash::Lpn;
 use duraflash::workload::job::{run_job, JobResult};
 
 use super::output::{emit, with_progress, Provenance};
@@ -154,8 +155,24 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     let specs = file
         .specs(capacity, drive.config().seed)
         .map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
+    // fio's write_hint: each job's region is its stream while it runs.
+    let streams = drive.config().placement.streams;
+    if let Some(job) = file.jobs.iter().find(|j| j.write_hint >= streams) {
+        return Err(Failure::Usage(format!(
+            "{}: job '{}': write_hint needs write stream {} but the drive has {streams} (give --streams {})",
+            args.job.display(),
+            job.name,
+            job.write_hint,
+            job.write_hint + 1
+        )));
+    }
     let mut results: Vec<JobResult> = Vec::new();
-    for spec in &specs {
+    for (spec, job) in specs.iter().zip(&file.jobs) {
+        if streams > 1 {
+            let unit = u64::from(drive.config().unit_bytes);
+            let (first, end) = (spec.offset / unit, (spec.offset + spec.length).div_ceil(unit));
+            drive.set_stream_hints(vec![(Lpn(first), job.write_hint), (Lpn(end), 0)]).map_err(Failure::run)?;
+        }
         let reads = matches!(spec.rw, Rw::Read | Rw::RandRead | Rw::RandRw | Rw::SeqRw);
         if reads && drive.stats().mapped_units == 0 {
             eprintln!(

@@ -124,6 +124,7 @@ fn defaults_match_fio() {
         dedupe_pct: 0,
         refill_buffers: false,
         distribution: Distribution::Random,
+        write_hint: 0,
         randseed: None,
         stonewall: false,
         ioengine: None,
@@ -240,6 +241,11 @@ fn implied_and_explicit_refill_and_rwmix() {
     assert_eq!(job("[global]\nrwmixwrite=30\n[j]\nrwmixread=10\n").rwmixread, 10);
     assert_eq!(job("[j]\nrandom_distribution=zipf\n").distribution, Distribution::Zipf(1.1));
     assert_eq!(job("[j]\nrandom_distribution=pareto\n").distribution, Distribution::Pareto(0.2));
+    assert_eq!(job("[j]\n").write_hint, 0);
+    for (hint, stream) in [("none", 0), ("short", 1), ("medium", 2), ("long", 3), ("extreme", 4)] {
+        assert_eq!(job(&format!("[j]\nwrite_hint={hint}\n")).write_hint, stream, "{hint}");
+    }
+    assert_eq!(job("[global]\nwrite_hint=long\n[j]\n").write_hint, 3);
 }
 
 #[test]
@@ -283,6 +289,7 @@ fn bad_values_carry_key_and_line() {
         ("[j]\nbuffer_compress_percentage=50%\n", "buffer_compress_percentage", 2, "percentage"),
         ("[j]\nnumjobs=4\n", "numjobs", 2, "numjobs=1"),
         ("[j]\nrandom_distribution=normal\n", "random_distribution", 2, "not supported"),
+        ("[j]\nwrite_hint=hot\n", "write_hint", 2, "unknown write hint"),
         ("[j]\nrandom_distribution=gauss:5\n", "random_distribution", 2, "not supported"),
         ("[j]\nrandom_distribution=zoned:50/5:30/15:20/\n", "random_distribution", 2, "two zones"),
         ("[j]\nrandom_distribution=zipf:1\n", "random_distribution", 2, "theta"),
