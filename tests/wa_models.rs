@@ -265,7 +265,8 @@ fn fio_write_hint_needs_its_stream() {
     let dir = std::env::temp_dir().join(format!("duraflash-write-hint-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let job = dir.join("hint.fio");
-    std::fs::write(&job, "[fill]\nrw=write\nbs=128k\n[hot]\nrw=randwrite\nsize=20%\nwrite_hint=short\nio_size=4m\n").unwrap();
+    std::fs::write(&job, "[fill]\nrw=write\nbs=128k\n[hot]\nrw=randwrite\nsize=20%\nwrite_hint=short\nio_size=4m\n")
+        .unwrap();
     let run = |extra: &[&str]| {
         let mut args = vec!["run", job.to_str().unwrap(), "--capacity", "64MiB", "--quiet"];
         args.extend_from_slice(extra);

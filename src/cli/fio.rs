@@ -13,8 +13,8 @@ use duraflash::host::smart::Smart;
 use duraflash::host::{FioLatency, QueueSummary};
 use duraflash::workload::access::Rw;
 use duraflash::workload::fio;
-use duraflash::Lpn;
 use duraflash::workload::job::{run_job, JobResult};
+use duraflash::Lpn;
 
 use super::output::{emit, with_progress, Provenance};
 use super::{open_drive, save_image, setup_threads, DriveArgs, Failure, Output, Reads};

@@ -101,9 +101,8 @@ pub fn wa_hot_cold_shared_greedy(alpha: f64, f: f64, r: f64, pages_per_block: u3
         let kf = f64::from(k);
         // Blocks of each pool (per logical page) at level k with the hot
         // pool's chance `s` of being taken there.
-        let blocks = |s: f64| {
-            [(f, s), (1.0 - f, s.powf(rho))].map(|(u, s)| u / (b - (kf - 1.0 + s)) * (tail + (1.0 - s) / kf))
-        };
+        let blocks =
+            |s: f64| [(f, s), (1.0 - f, s.powf(rho))].map(|(u, s)| u / (b - (kf - 1.0 + s)) * (tail + (1.0 - s) / kf));
         let space = |s: f64| blocks(s).iter().sum::<f64>();
         if space(0.0) >= target {
             // space falls as s grows from 0 toward 1 (at s = 1 both are
