@@ -46,7 +46,8 @@ pub const MAGIC: [u8; 8] = *b"DURAFLSH";
 /// records (see the module docs), not bincode sequences.
 /// Version 5: memory media's bytes are stored per chunk, not per page.
 /// Version 6: serde-typed values are postcard (bincode 1 is unmaintained).
-pub const VERSION: u32 = 6;
+/// Version 7: the drive counters count wear levelling's moves.
+pub const VERSION: u32 = 7;
 /// Section tags of an image, in file order.
 pub const SECTIONS: [[u8; 4]; 7] = [*b"CONF", *b"STAT", *b"NAND", *b"SPAC", *b"CHNK", *b"MAP ", *b"DRIV"];
 

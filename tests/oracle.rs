@@ -18,7 +18,7 @@
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use duraflash::config::Geometry;
+use duraflash::config::{Geometry, WearConfig};
 use duraflash::{Drive, DriveConfig, DriveError, GcPolicy, Lba, Lpn, Stats};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as PtConfig, FileFailurePersistence, TestCaseError, TestError, TestRunner};
@@ -64,11 +64,27 @@ struct Variant {
     streams: u8,
     /// GC relocations on frontiers of their own.
     gc_frontier: bool,
+    /// Dynamic and static wear levelling.
+    wear: WearConfig,
 }
 
 impl Variant {
     const fn new(dedup: bool, compression: bool, policy: GcPolicy, shape: Shape) -> Self {
-        Variant { dedup, compression, policy, shape, fill_pct: 100, streams: 1, gc_frontier: false }
+        Variant {
+            dedup,
+            compression,
+            policy,
+            shape,
+            fill_pct: 100,
+            streams: 1,
+            gc_frontier: false,
+            wear: WearConfig { dynamic: false, static_spread: None },
+        }
+    }
+
+    /// Wear levelling: dynamic when `dynamic`, static past `static_spread`.
+    const fn levelled(self, dynamic: bool, static_spread: Option<u32>) -> Self {
+        Variant { wear: WearConfig { dynamic, static_spread }, ..self }
     }
 
     const fn placed(self, streams: u8, gc_frontier: bool) -> Self {
@@ -106,6 +122,7 @@ impl Variant {
         cfg.gc.policy = self.policy;
         cfg.placement.streams = self.streams;
         cfg.placement.gc_frontier = self.gc_frontier;
+        cfg.wear = self.wear;
         let g = &cfg.geometry;
         let unit = u64::from(cfg.unit_bytes);
         let usable =
@@ -996,6 +1013,21 @@ fn oracle_plain_three_streams_d_choices() {
 }
 
 #[test]
+fn oracle_dedup_compression_wear_levelling() {
+    // A spread of 2 makes static levelling move data within the short runs.
+    let v = Variant::new(true, true, GcPolicy::Greedy, Shape::SmallPages).levelled(true, Some(2));
+    check_property("dedup+compression/greedy/dynamic + static wear levelling", Just(v));
+}
+
+#[test]
+fn oracle_plain_static_wear_levelling_two_streams() {
+    let v = Variant::new(false, false, GcPolicy::DChoices(2), Shape::OneDieTinyPages)
+        .placed(2, true)
+        .levelled(false, Some(1));
+    check_property("plain/d-choices:2/2 streams + GC frontier/static wear levelling", Just(v));
+}
+
+#[test]
 fn oracle_plain_windowed() {
     check_property("plain/windowed:3", Just(Variant::new(false, false, GcPolicy::Windowed(3), Shape::SmallPages)));
 }
@@ -1020,13 +1052,15 @@ fn oracle_any_configuration() {
     ];
     let fill = prop_oneof![3 => Just(100u64), 1 => 60u64..100];
     let placement = (prop_oneof![3 => Just(1u8), 1 => Just(2u8)], any::<bool>());
-    let variant = (any::<bool>(), any::<bool>(), policy, shape, fill, placement).prop_map(
-        |(dedup, compression, policy, shape, fill_pct, (streams, gc_frontier))| {
+    let wear = (any::<bool>(), prop_oneof![2 => Just(None), 1 => (1u32..5).prop_map(Some)])
+        .prop_map(|(dynamic, static_spread)| WearConfig { dynamic, static_spread });
+    let variant = (any::<bool>(), any::<bool>(), policy, shape, fill, placement, wear).prop_map(
+        |(dedup, compression, policy, shape, fill_pct, (streams, gc_frontier), wear)| {
             // 16- and 32-block arrays of two and four dies cannot spare the
             // open and free blocks of more frontiers.
             let (streams, gc_frontier) =
                 if matches!(shape, Shape::BigPages | Shape::FourDies) { (1, false) } else { (streams, gc_frontier) };
-            Variant { dedup, compression, policy, shape, fill_pct, streams, gc_frontier }
+            Variant { dedup, compression, policy, shape, fill_pct, streams, gc_frontier, wear }
         },
     );
     check_property("any configuration", variant);
@@ -1075,6 +1109,21 @@ fn gc_runs_under_the_oracle_workload() {
         if !variant.compression && !variant.dedup {
             assert!(stats.waf > 1.0, "{variant:?}: WAF {} on a full drive with GC", stats.waf);
         }
+    }
+}
+
+#[test]
+fn static_wear_levelling_moves_data_under_the_oracle_workload() {
+    // The wear-levelling oracle runs test the moves only if there are some.
+    for variant in [
+        Variant::new(true, true, GcPolicy::Greedy, Shape::SmallPages).levelled(true, Some(2)),
+        Variant::new(false, false, GcPolicy::DChoices(2), Shape::OneDieTinyPages)
+            .placed(2, true)
+            .levelled(false, Some(1)),
+    ] {
+        let stats = long_run(variant, 11, 2_000, 1);
+        assert!(stats.wear_victims > 0 && stats.wear_relocated_bytes > 0, "{variant:?}: no static move: {stats:?}");
+        assert!(stats.gc_victims > 20, "{variant:?}: only {} GC victims", stats.gc_victims);
     }
 }
 

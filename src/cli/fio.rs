@@ -14,6 +14,7 @@ use duraflash::host::{FioLatency, QueueSummary};
 use duraflash::workload::access::Rw;
 use duraflash::workload::fio;
 use duraflash::workload::job::{run_group, JobResult, JobSpec};
+use duraflash::Lpn;
 
 use super::output::{emit, with_progress, Provenance};
 use super::{open_drive, save_image, setup_threads, DriveArgs, Failure, Output, Reads};
@@ -104,6 +105,38 @@ fn options(written: &[(String, String)]) -> BTreeMap<String, String> {
     written.iter().cloned().collect()
 }
 
+/// The stream hints of a group's regions while it runs: each job's region
+/// (in units of `unit` bytes) carries its `write_hint`. Jobs of one group
+/// whose regions overlap must agree, since an LBA carries one stream.
+fn group_hints(file: &fio::JobFile, group: &fio::Group, unit: u64) -> Result<Vec<(Lpn, u8)>, String> {
+    let mut regions: Vec<(u64, u64, u8, &str)> = group
+        .members
+        .iter()
+        .map(|m| {
+            let s = &m.spec;
+            (s.offset / unit, (s.offset + s.length).div_ceil(unit), file.jobs[m.job].write_hint, s.name.as_str())
+        })
+        .collect();
+    regions.sort_by_key(|r| r.0);
+    let mut merged: Vec<(u64, u64, u8, &str)> = Vec::new();
+    for r in regions {
+        match merged.last_mut() {
+            Some(cur) if r.0 < cur.1 => {
+                if r.2 != cur.2 {
+                    return Err(format!(
+                        "jobs '{}' and '{}' run together over overlapping regions with different write_hint \
+                         values; an LBA carries one stream",
+                        cur.3, r.3
+                    ));
+                }
+                cur.1 = cur.1.max(r.1);
+            }
+            _ => merged.push(r),
+        }
+    }
+    Ok(merged.iter().flat_map(|&(first, end, hint, _)| [(Lpn(first), hint), (Lpn(end), 0)]).collect())
+}
+
 pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     setup_threads(&args.out)?;
     let text =
@@ -153,9 +186,25 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     let capacity = drive.config().logical_bytes;
     let groups =
         file.plan(capacity, drive.config().seed).map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
+    // fio's write_hint: a stream per job, which the model keeps per LBA.
+    let streams = drive.config().placement.streams;
+    if let Some(job) = file.jobs.iter().find(|j| j.write_hint >= streams) {
+        return Err(Failure::Usage(format!(
+            "{}: job '{}': write_hint needs write stream {} but the drive has {streams} (give --streams {})",
+            args.job.display(),
+            job.name,
+            job.write_hint,
+            job.write_hint + 1
+        )));
+    }
     // Each group's reported jobs: (group id, index of the job in the file, result).
     let mut results: Vec<(u32, usize, JobResult)> = Vec::new();
     for group in &groups {
+        if streams > 1 {
+            let hints = group_hints(&file, group, u64::from(drive.config().unit_bytes))
+                .map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
+            drive.set_stream_hints(hints).map_err(Failure::run)?;
+        }
         for m in &group.members {
             let spec = &m.spec;
             let reads = matches!(spec.rw, Rw::Read | Rw::RandRead | Rw::RandRw | Rw::SeqRw);

@@ -127,6 +127,13 @@ pub(crate) struct DriveArgs {
     /// GC relocations get open blocks of their own (the double log; default off).
     #[arg(long, value_enum)]
     pub(crate) gc_frontier: Option<Toggle>,
+    /// Dynamic wear levelling: each die opens its least-worn free block (default off).
+    #[arg(long, value_enum)]
+    pub(crate) wear_dynamic: Option<Toggle>,
+    /// Static wear levelling: move the data of the least-worn block when the P/E spread passes
+    /// this many cycles, or off (default off).
+    #[arg(long, value_parser = parse_wear_static)]
+    pub(crate) wear_static: Option<WearStatic>,
 }
 
 impl DriveArgs {
@@ -161,6 +168,8 @@ impl DriveArgs {
             firmware: None,
             streams: None,
             gc_frontier: None,
+            wear_dynamic: None,
+            wear_static: None,
         }
     }
 
@@ -189,6 +198,8 @@ impl DriveArgs {
         take!(firmware, "--firmware", Some);
         take!(streams, "--streams", Some);
         take!(gc_frontier, "--gc-frontier", |v: Toggle| Some(v.on()));
+        take!(wear_dynamic, "--wear-dynamic", |v: Toggle| Some(v.on()));
+        take!(wear_static, "--wear-static", |v: WearStatic| Some(v.0));
         given
     }
 
@@ -229,6 +240,14 @@ pub(crate) fn parse_op(s: &str) -> Result<f64, String> {
 
 pub(crate) fn parse_gc(s: &str) -> Result<GcPolicy, String> {
     s.parse()
+}
+
+/// A `--wear-static` value: a P/E spread, or `None` for off.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WearStatic(Option<u32>);
+
+pub(crate) fn parse_wear_static(s: &str) -> Result<WearStatic, String> {
+    duraflash::config::WearConfig::parse_static(s).map(WearStatic)
 }
 
 pub(crate) fn parse_media(s: &str) -> Result<Media, String> {

@@ -129,6 +129,19 @@ pub(crate) fn wa_summary(cfg: &DriveConfig, r: &WaReport) -> String {
         gib(r.gc_relocated_bytes),
         r.erases
     );
+    let (st, wear) = (&r.stats, &cfg.wear);
+    s += &format!(
+        "wear       P/E min {} avg {:.2} max {} (spread {}); dynamic levelling {}, static {}; \
+         static moved {:.2} GiB ({} blocks)\n",
+        st.pe_min,
+        st.pe_avg,
+        st.pe_max,
+        st.pe_max - st.pe_min,
+        on_off(wear.dynamic),
+        wear.static_spread.map_or("off".into(), |n| format!("past a spread of {n}")),
+        gib(r.wear_relocated_bytes),
+        st.wear_victims
+    );
     match &r.model {
         Some(m) => {
             s += &format!(

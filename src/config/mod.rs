@@ -16,8 +16,10 @@ use crate::units::ByteSize;
 mod gc;
 pub mod overrides;
 mod validate;
+mod wear;
 
 pub use gc::{GcConfig, GcPolicy, Placement};
+pub use wear::WearConfig;
 
 pub use validate::{MAX_CHANNELS, MAX_DIES_PER_CHANNEL, MAX_PAGES_PER_BLOCK, MAX_PE_CYCLES};
 
@@ -128,6 +130,9 @@ pub struct DriveConfig {
     /// Write frontiers (host streams, a GC frontier).
     #[serde(default)]
     pub placement: Placement,
+    /// Wear levelling (dynamic, static).
+    #[serde(default)]
+    pub wear: WearConfig,
     /// Compress units with lz4 before storing them.
     pub compression: bool,
     /// Store identical units once.
@@ -337,6 +342,7 @@ impl DriveConfig {
             geometry,
             gc,
             placement: Placement::default(),
+            wear: WearConfig::default(),
             compression: reduce,
             dedup: reduce,
             media: Media::Memory,

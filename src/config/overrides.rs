@@ -141,6 +141,11 @@ pub struct DriveOverrides {
     pub streams: Option<u8>,
     /// A GC frontier of its own ([`crate::config::Placement::gc_frontier`]).
     pub gc_frontier: Option<bool>,
+    /// Dynamic wear levelling ([`crate::config::WearConfig::dynamic`]).
+    pub wear_dynamic: Option<bool>,
+    /// Static wear levelling's spread, `Some(None)` for off
+    /// ([`crate::config::WearConfig::static_spread`]).
+    pub wear_static: Option<Option<u32>>,
 }
 
 impl DriveOverrides {
@@ -203,6 +208,15 @@ impl DriveOverrides {
         }
         if let Some(g) = self.gc_frontier {
             cfg.placement.gc_frontier = g;
+        }
+        if let Some(d) = self.wear_dynamic {
+            cfg.wear.dynamic = d;
+        }
+        if let Some(s) = self.wear_static {
+            if s == Some(0) {
+                return Err(setting("--wear-static")(ConfigError::invalid("wear.static_spread", "must be at least 1")));
+            }
+            cfg.wear.static_spread = s;
         }
         let cap = match self.capacity {
             Some(Capacity::Full) => None,
@@ -280,6 +294,8 @@ mod tests {
             firmware: None,
             streams: None,
             gc_frontier: None,
+            wear_dynamic: None,
+            wear_static: None,
         }
     }
 

@@ -84,6 +84,9 @@ impl DriveConfig {
         if !(1..=Placement::MAX_STREAMS).contains(&self.placement.streams) {
             return Err(ConfigError::invalid("placement.streams", "must be from 1 to 8"));
         }
+        if self.wear.static_spread == Some(0) {
+            return Err(ConfigError::invalid("wear.static_spread", "must be at least 1 (or absent: off)"));
+        }
         if self.placement.frontiers() > 1 && u64::from(self.reserve_blocks()) >= blocks {
             return Err(ConfigError::invalid("placement", "its open and reserve blocks need the whole drive"));
         }

@@ -126,6 +126,7 @@ impl Drive {
         let moved = self.relocate_all(victim);
         self.nand.set_collecting(false);
         moved?;
+        self.level_wear()?;
         Ok(true)
     }
 
@@ -133,7 +134,7 @@ impl Drive {
     /// per step: gather the live chunks, journal the victim's page reads,
     /// append them all, then point their records at the new extents. The
     /// journal gets the reads first, then the programs, then the erase.
-    fn relocate_all(&mut self, victim: BlockId) -> Result<(), DriveError> {
+    pub(super) fn relocate_all(&mut self, victim: BlockId) -> Result<(), DriveError> {
         let frontier = self.gc_frontier(victim);
         let summary = self.space.take_summary(victim);
         let mut live = std::mem::take(&mut self.gc_scratch);

@@ -34,6 +34,7 @@ pub mod resume;
 pub mod schedule;
 pub mod stats;
 pub mod trim;
+mod wear;
 pub mod write;
 
 pub use check::InvariantError;
@@ -119,9 +120,11 @@ impl Drive {
         // Live chunks never exceed the units (each has a reference), plus
         // the one placed before the chunk it replaces is freed.
         let chunks = config.logical_units() as usize + COMMIT_SLICE_UNITS;
+        let mut space = Space::with_frontiers(&config.geometry, config.placement.frontiers());
+        space.set_least_worn_first(config.wear.dynamic);
         Ok(Drive {
             nand: NandArray::new(&config.geometry),
-            space: Space::with_frontiers(&config.geometry, config.placement.frontiers()),
+            space,
             chunks: ChunkStore::with_capacity(config.dedup, config.packing()?, chunks),
             bytes: ChunkBytes::with_capacity(if config.media == Media::Memory { chunks } else { 0 }),
             map: L2pMap::new(config.logical_units()),

@@ -131,6 +131,7 @@ impl Drive {
         drive.nand = nand;
         drive.space = space;
         drive.space.rebuild_index();
+        drive.space.set_least_worn_first(drive.config.wear.dynamic);
         drive.chunks = chunks;
         drive.bytes = bytes;
         drive.map = map;

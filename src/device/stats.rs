@@ -21,6 +21,26 @@ pub(super) struct Counters {
     pub(super) gc_relocated_chunks: u64,
     pub(super) gc_page_reads: u64,
     pub(super) gc_victims: u64,
+    pub(super) wear_relocated_bytes: u64,
+    pub(super) wear_relocated_chunks: u64,
+    pub(super) wear_page_reads: u64,
+    pub(super) wear_victims: u64,
+}
+
+impl Counters {
+    /// Moves what GC's counters gained since `before` to wear levelling's:
+    /// a static wear-levelling move runs GC's relocation, and its cost is
+    /// counted apart.
+    pub(super) fn gc_since_is_wear(&mut self, before: &Counters) {
+        let moved = |now: &mut u64, then: u64, to: &mut u64| {
+            *to += *now - then;
+            *now = then;
+        };
+        moved(&mut self.gc_relocated_bytes, before.gc_relocated_bytes, &mut self.wear_relocated_bytes);
+        moved(&mut self.gc_relocated_chunks, before.gc_relocated_chunks, &mut self.wear_relocated_chunks);
+        moved(&mut self.gc_page_reads, before.gc_page_reads, &mut self.wear_page_reads);
+        moved(&mut self.gc_victims, before.gc_victims, &mut self.wear_victims);
+    }
 }
 
 /// A snapshot of everything the drive counts, lifetime totals unless said.
@@ -58,6 +78,19 @@ pub struct Stats {
     pub gc_page_reads: u64,
     /// Blocks GC cleaned.
     pub gc_victims: u64,
+    /// Stored bytes static wear levelling moved (NAND writes GC's counters
+    /// leave out).
+    #[serde(default)]
+    pub wear_relocated_bytes: u64,
+    /// Chunks static wear levelling moved.
+    #[serde(default)]
+    pub wear_relocated_chunks: u64,
+    /// Pages static wear levelling read from the blocks it moved.
+    #[serde(default)]
+    pub wear_page_reads: u64,
+    /// Blocks static wear levelling emptied and erased.
+    #[serde(default)]
+    pub wear_victims: u64,
     /// Block erases (GC and secure erase).
     pub erases: u64,
     /// Bytes of NAND left unused by block-tail and partial-page padding.
@@ -111,6 +144,10 @@ impl Stats {
             gc_relocated_chunks: sum(|s| s.gc_relocated_chunks),
             gc_page_reads: sum(|s| s.gc_page_reads),
             gc_victims: sum(|s| s.gc_victims),
+            wear_relocated_bytes: sum(|s| s.wear_relocated_bytes),
+            wear_relocated_chunks: sum(|s| s.wear_relocated_chunks),
+            wear_page_reads: sum(|s| s.wear_page_reads),
+            wear_victims: sum(|s| s.wear_victims),
             erases: sum(|s| s.erases),
             padding_bytes: sum(|s| s.padding_bytes),
             waf: ratio(nand_bytes_programmed, host_write_bytes),
@@ -260,6 +297,10 @@ impl Drive {
             gc_relocated_chunks: c.gc_relocated_chunks,
             gc_page_reads: c.gc_page_reads,
             gc_victims: c.gc_victims,
+            wear_relocated_bytes: c.wear_relocated_bytes,
+            wear_relocated_chunks: c.wear_relocated_chunks,
+            wear_page_reads: c.wear_page_reads,
+            wear_victims: c.wear_victims,
             erases: n.erases,
             padding_bytes: self.space.counters().padding_bytes,
             waf: ratio(n.pages_programmed * page_bytes, c.host_write_bytes),

@@ -1,6 +1,6 @@
 //! The flash translation layer's parts: the logical map, the physical
-//! space (block states, open blocks, packing), GC victim policies and the
-//! greedy victim index.
+//! space (block states, open blocks, packing), GC victim policies, the
+//! greedy victim index and wear-levelling choices.
 //! The controller composes them; each is usable and testable alone.
 
 pub mod greedy;
@@ -8,3 +8,4 @@ pub mod map;
 pub mod map_cache;
 pub mod space;
 pub mod victim;
+pub mod wear;

@@ -22,6 +22,7 @@ use crate::config::Geometry;
 use crate::error::{DriveError, NandError};
 use crate::ftl::greedy::GreedyIndex;
 use crate::ftl::victim::BlockView;
+use crate::ftl::wear;
 use crate::nand::NandArray;
 use crate::units::NandExtent;
 use crate::units::{BlockId, ChunkId, Divisor};
@@ -92,6 +93,10 @@ pub struct Space {
     /// frontier 0.
     #[serde(skip)]
     frontier_of: Vec<u8>,
+    /// Dynamic wear levelling: a die opens its least-worn free block, not
+    /// the first freed. A setting, not state: not in images.
+    #[serde(skip)]
+    least_worn_first: bool,
 }
 
 impl Space {
@@ -143,7 +148,21 @@ impl Space {
             counters: SpaceCounters::default(),
             greedy: GreedyIndex::new(geometry.total_blocks(), geometry.block_bytes() as u32),
             frontier_of: vec![0; geometry.total_blocks() as usize],
+            least_worn_first: false,
         }
+    }
+
+    /// Turns dynamic wear levelling on or off (see [`crate::ftl::wear`]).
+    pub fn set_least_worn_first(&mut self, on: bool) {
+        self.least_worn_first = on;
+    }
+
+    /// Takes the free block die `die` opens next: the first freed, or the
+    /// least worn with dynamic wear levelling.
+    fn take_free(&mut self, nand: &NandArray, die: usize) -> Option<BlockId> {
+        let list = &mut self.free[die];
+        let at = if self.least_worn_first { wear::least_worn(list.iter().map(|&b| nand.pe_cycles(b)))? } else { 0 };
+        list.remove(at)
     }
 
     /// Erased blocks not yet opened.
@@ -313,7 +332,7 @@ impl Space {
             self.seal(nand, slot)?;
         }
         let die = slot % self.dies();
-        let Some(block) = self.free[die].pop_front() else {
+        let Some(block) = self.take_free(nand, die) else {
             return Ok(false);
         };
         self.free_count -= 1;

@@ -128,6 +128,10 @@ pub struct WaReport {
     pub nand_bytes: u64,
     /// Bytes GC relocated in the measured phase.
     pub gc_relocated_bytes: u64,
+    /// Bytes static wear levelling moved in the measured phase (apart
+    /// from GC's).
+    #[serde(default)]
+    pub wear_relocated_bytes: u64,
     /// Block erases in the measured phase.
     pub erases: u64,
     /// Stored / raw bytes of chunks created (lifetime).
@@ -277,10 +281,8 @@ pub fn run_with(
             fifo: write_cost * analytic::wa_fifo(alpha),
             random: write_cost * analytic::wa_random(alpha),
             policy: match spec.access {
-                Access::HotCold { hot, writes } => (cfg.gc.policy == GcPolicy::Greedy).then(|| {
-                    let pool = |a| analytic::wa_greedy_mean_field(a, np);
-                    write_cost * analytic::wa_hot_cold_shared_greedy(alpha, hot, writes, pool).0
-                }),
+                Access::HotCold { hot, writes } => (cfg.gc.policy == GcPolicy::Greedy)
+                    .then(|| write_cost * analytic::wa_hot_cold_shared_greedy(alpha, hot, writes, np).0),
                 _ => policy_model(cfg.gc.policy, alpha, np).map(|wa| write_cost * wa),
             },
             hot_cold_optimal: match spec.access {
@@ -297,6 +299,7 @@ pub fn run_with(
         host_bytes,
         nand_bytes,
         gc_relocated_bytes: after.gc_relocated_bytes - before.gc_relocated_bytes,
+        wear_relocated_bytes: after.wear_relocated_bytes - before.wear_relocated_bytes,
         erases: after.erases - before.erases,
         compression_ratio: after.compression_ratio,
         dedup_ratio: after.dedup_ratio,

@@ -78,6 +78,7 @@
 //! | `dedupe_percentage` | [`Job::dedupe_pct`] | 0 | Buffers and memory |
 //! | `refill_buffers` | [`Job::refill_buffers`] | false | Buffers and memory |
 //! | `random_distribution` | [`Job::distribution`] | `random` | I/O type |
+//! | `write_hint` | [`Job::write_hint`] (`none`, `short`, `medium`, `long`, `extreme`: streams 0-4) | `none` | I/O type |
 //! | `randseed` | [`Job::randseed`] | none (fio's own default is 0x89) | I/O type |
 //! | `stonewall` (`wait_for_previous`) | [`Job::stonewall`] | false | Threads, processes and job synchronization |
 //! | `name` | [`Job::name`] | section name | Job description |
@@ -158,6 +159,7 @@ pub const SUPPORTED_KEYS: &[&str] = &[
     "dedupe_percentage",
     "refill_buffers",
     "random_distribution",
+    "write_hint",
     "randseed",
     "stonewall",
     "wait_for_previous",
@@ -370,6 +372,10 @@ pub struct Job {
     pub refill_buffers: bool,
     /// Offset distribution for random patterns.
     pub distribution: Distribution,
+    /// fio's `write_hint` as a write stream: `none` 0, `short` 1, `medium`
+    /// 2, `long` 3, `extreme` 4 (Linux's `RWH_WRITE_LIFE_*` less one). The
+    /// job's region is hinted with it while the job runs.
+    pub write_hint: u8,
     /// Explicit `randseed`, if any.
     pub randseed: Option<u64>,
     /// Wait for all earlier jobs to finish before starting.

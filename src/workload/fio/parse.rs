@@ -150,6 +150,7 @@ pub(super) enum Key {
     DedupePct,
     RefillBuffers,
     Distribution,
+    WriteHint,
     Randseed,
     Stonewall,
     Ioengine,
@@ -182,6 +183,7 @@ impl Key {
             "dedupe_percentage" => Key::DedupePct,
             "refill_buffers" => Key::RefillBuffers,
             "random_distribution" => Key::Distribution,
+            "write_hint" => Key::WriteHint,
             "randseed" => Key::Randseed,
             "stonewall" | "wait_for_previous" => Key::Stonewall,
             "ioengine" => Key::Ioengine,
@@ -233,6 +235,7 @@ impl Default for Builder {
                 dedupe_pct: 0,
                 refill_buffers: false,
                 distribution: Distribution::Random,
+                write_hint: 0,
                 randseed: None,
                 stonewall: false,
                 ioengine: None,
@@ -299,6 +302,7 @@ impl Builder {
                 job.refill_buffers = true;
             }
             Key::Distribution => job.distribution = parse_distribution(required()?).map_err(bad)?,
+            Key::WriteHint => job.write_hint = parse_write_hint(required()?).map_err(bad)?,
             Key::Ignored => {}
             Key::Numjobs => {
                 job.numjobs = match parse_int(required()?).map_err(bad)? {
@@ -544,6 +548,17 @@ fn parse_rw(s: &str) -> Result<Rw, String> {
         }
         _ => Err(format!("unknown I/O pattern (expected one of: {names})")),
     }
+}
+
+/// fio's `write_hint` values (Linux's write lifetime hints), as streams.
+const WRITE_HINTS: [&str; 5] = ["none", "short", "medium", "long", "extreme"];
+
+fn parse_write_hint(s: &str) -> Result<u8, String> {
+    WRITE_HINTS
+        .iter()
+        .position(|h| *h == s)
+        .map(|i| i as u8)
+        .ok_or_else(|| format!("unknown write hint (valid: {})", WRITE_HINTS.join(", ")))
 }
 
 fn parse_distribution(s: &str) -> Result<Distribution, String> {

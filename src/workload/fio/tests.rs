@@ -124,6 +124,7 @@ fn defaults_match_fio() {
         dedupe_pct: 0,
         refill_buffers: false,
         distribution: Distribution::Random,
+        write_hint: 0,
         randseed: None,
         stonewall: false,
         ioengine: None,
@@ -241,6 +242,11 @@ fn implied_and_explicit_refill_and_rwmix() {
     assert_eq!(job("[global]\nrwmixwrite=30\n[j]\nrwmixread=10\n").rwmixread, 10);
     assert_eq!(job("[j]\nrandom_distribution=zipf\n").distribution, Distribution::Zipf(1.1));
     assert_eq!(job("[j]\nrandom_distribution=pareto\n").distribution, Distribution::Pareto(0.2));
+    assert_eq!(job("[j]\n").write_hint, 0);
+    for (hint, stream) in [("none", 0), ("short", 1), ("medium", 2), ("long", 3), ("extreme", 4)] {
+        assert_eq!(job(&format!("[j]\nwrite_hint={hint}\n")).write_hint, stream, "{hint}");
+    }
+    assert_eq!(job("[global]\nwrite_hint=long\n[j]\n").write_hint, 3);
 }
 
 #[test]
@@ -291,6 +297,7 @@ fn bad_values_carry_key_and_line() {
         ("[j]\nnumjobs=0\n", "numjobs", 2, "1 to 64"),
         ("[j]\nnumjobs=65\n", "numjobs", 2, "1 to 64"),
         ("[j]\nrandom_distribution=normal\n", "random_distribution", 2, "not supported"),
+        ("[j]\nwrite_hint=hot\n", "write_hint", 2, "unknown write hint"),
         ("[j]\nrandom_distribution=gauss:5\n", "random_distribution", 2, "not supported"),
         ("[j]\nrandom_distribution=zoned:50/5:30/15:20/\n", "random_distribution", 2, "two zones"),
         ("[j]\nrandom_distribution=zipf:1\n", "random_distribution", 2, "theta"),
