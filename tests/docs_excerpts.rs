@@ -23,7 +23,7 @@ fn the_quoted_wa_excerpt_is_what_wa_prints() {
     let printed: Vec<String> = String::from_utf8(out.stdout).unwrap().lines().map(str::to_string).collect();
     // The speed line depends on the machine; every line above it is seeded.
     let seeded: Vec<String> = printed.into_iter().take_while(|l| !l.starts_with("speed")).collect();
-    assert_eq!(seeded.len(), 5, "{seeded:?}");
+    assert!(seeded.len() >= 5, "drive, data, measured, wear and model lines: {seeded:?}");
     for (doc, marker) in [("README.md", "cargo run --release -- wa`"), ("docs/write-amplification.md", "-- wa` fills")]
     {
         assert_eq!(block_after(doc, marker), seeded, "{doc}'s wa excerpt is stale: regenerate it");
