@@ -46,6 +46,15 @@ pub enum TortureData {
 }
 
 impl TortureData {
+    /// The name the command line and the JSON use (`pseudo-random`).
+    pub fn name(self) -> &'static str {
+        match self {
+            TortureData::Compressible => "compressible",
+            TortureData::PseudoRandom => "pseudo-random",
+            TortureData::Incompressible => "incompressible",
+        }
+    }
+
     /// The fio-style data spec.
     pub fn spec(self) -> DataSpec {
         let pct = match self {
@@ -259,14 +268,26 @@ pub fn hdtach_charts(drive_name: &str, r: &TortureReport) -> Vec<(String, LineCh
                 })
                 .collect();
             let chart = LineChart {
-                title: format!("HD Tach {dir}: {drive_name} firmware {}, {:?} data", r.firmware, r.data),
+                title: format!("HD Tach {dir}: {drive_name} firmware {}, {} data", r.firmware, r.data.name()),
                 x_label: "position (GB)".into(),
                 y_label: "MB/s".into(),
                 series,
                 y_from_zero: true,
                 ..Default::default()
             };
-            (format!("hdtach-{dir}-{}-{:?}.svg", r.firmware, r.data).to_lowercase(), chart)
+            (format!("hdtach-{dir}-{}-{}.svg", r.firmware, r.data.name()), chart)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TortureData;
+
+    #[test]
+    fn data_names_are_the_json_spellings() {
+        for d in [TortureData::Compressible, TortureData::PseudoRandom, TortureData::Incompressible] {
+            assert_eq!(serde_json::to_value(d).unwrap(), d.name(), "{d:?}");
+        }
+    }
 }
