@@ -132,6 +132,7 @@ mod convert;
 mod parse;
 #[cfg(test)]
 mod tests;
+mod values;
 
 /// The most clones `numjobs` may ask for: each clone keeps its own queue
 /// and write batch in memory (fio's own limit is its thread count).

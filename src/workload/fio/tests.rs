@@ -1,6 +1,7 @@
 //! Tests of the job-file parser.
 
-use super::parse::{Key, RW_VALUES};
+use super::parse::Key;
+use super::values::RW_VALUES;
 use super::*;
 
 const GIB: u64 = 1 << 30;

@@ -1,0 +1,276 @@
+//! Option values with fio's units: sizes and percentages, times, `rw`,
+//! `random_distribution` (with the zoned syntax) and `write_hint`.
+
+use super::SizeSpec;
+use crate::workload::access::{Distribution, Rw};
+
+/// A number with fio's size suffix semantics, or a percentage.
+enum Quantity {
+    Bytes(u64),
+    Percent(f64),
+}
+
+/// Parse an fio integer / size: decimal with optional suffix, `0x` hex, or `N%`.
+fn parse_quantity(s: &str) -> Result<Quantity, String> {
+    if s.is_empty() {
+        return Err("empty value".to_string());
+    }
+    if s.starts_with('(') {
+        return Err("arithmetic expressions are not supported".to_string());
+    }
+    if s.starts_with('$') {
+        return Err("fio keywords such as $mb_memory are not supported".to_string());
+    }
+    if let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        if hex.is_empty() || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err("expected hexadecimal digits after '0x' (no suffix allowed)".to_string());
+        }
+        return u64::from_str_radix(hex, 16).map(Quantity::Bytes).map_err(|_| "value does not fit in 64 bits".into());
+    }
+    let (int_part, rest) = split_digits(s);
+    if int_part.is_empty() {
+        return Err("expected a non-negative number".to_string());
+    }
+    let (number, suffix, fractional) = match rest.strip_prefix('.') {
+        Some(after) => {
+            let (frac, suffix) = split_digits(after);
+            if frac.is_empty() {
+                return Err("malformed number".to_string());
+            }
+            (&s[..int_part.len() + 1 + frac.len()], suffix, true)
+        }
+        None => (int_part, rest, false),
+    };
+    let suffix_lc = suffix.to_ascii_lowercase();
+    if suffix_lc == "%" {
+        return number.parse().map(Quantity::Percent).map_err(|_| "malformed percentage".to_string());
+    }
+    if fractional {
+        return Err("fractional values are not supported (fio would truncate them)".to_string());
+    }
+    let mult = size_multiplier(&suffix_lc).ok_or_else(|| {
+        format!(
+            "unknown size suffix '{suffix}' (expected k, m, g, t, p optionally followed by b or i (powers of 1024), \
+             kib..pib (powers of 1000, fio's kb_base=1024 convention), b, or %)"
+        )
+    })?;
+    number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .map(Quantity::Bytes)
+        .ok_or_else(|| "value does not fit in 64 bits".to_string())
+}
+
+/// Split `s` into its leading ASCII digits and the rest.
+fn split_digits(s: &str) -> (&str, &str) {
+    s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()))
+}
+
+/// Multiplier for a lower-cased size suffix (fio parse.c `__get_mult_bytes`
+/// with the default kb_base=1024).
+fn size_multiplier(suffix: &str) -> Option<u64> {
+    if suffix.is_empty() || suffix == "b" {
+        return Some(1);
+    }
+    let mut chars = suffix.chars();
+    let power = match chars.next()? {
+        'k' => 1,
+        'm' => 2,
+        'g' => 3,
+        't' => 4,
+        'p' => 5,
+        _ => return None,
+    };
+    let base: u64 = match chars.as_str() {
+        "" | "b" | "i" => 1024,
+        "ib" => 1000,
+        _ => return None,
+    };
+    Some(base.pow(power))
+}
+
+/// An integer option (fio `int`): suffixes allowed, percentages not.
+pub(super) fn parse_int(s: &str) -> Result<u64, String> {
+    match parse_quantity(s)? {
+        Quantity::Bytes(n) => Ok(n),
+        Quantity::Percent(_) => Err("a percentage is not accepted for this option".to_string()),
+    }
+}
+
+/// An integer percentage in 0..=100.
+pub(super) fn parse_pct(s: &str) -> Result<u8, String> {
+    match parse_int(s)? {
+        n @ 0..=100 => Ok(n as u8),
+        _ => Err("must be between 0 and 100".to_string()),
+    }
+}
+
+pub(super) fn parse_bs(s: &str) -> Result<u64, String> {
+    if s.contains([',', ':', '-', '/']) {
+        return Err("per-direction block sizes and block size ranges are not supported; give one size".to_string());
+    }
+    match parse_int(s)? {
+        0 => Err("block size must be at least 1 byte".to_string()),
+        n => Ok(n),
+    }
+}
+
+pub(super) fn parse_iodepth(s: &str) -> Result<u32, String> {
+    match u32::try_from(parse_int(s)?) {
+        Ok(0) => Err("iodepth must be at least 1".to_string()),
+        Ok(n) => Ok(n),
+        Err(_) => Err("iodepth does not fit in 32 bits".to_string()),
+    }
+}
+
+pub(super) fn parse_size(s: &str) -> Result<SizeSpec, String> {
+    match parse_quantity(s)? {
+        Quantity::Bytes(0) => Ok(SizeSpec::Whole),
+        Quantity::Bytes(n) => Ok(SizeSpec::Bytes(n)),
+        Quantity::Percent(p) if p > 0.0 && p <= 100.0 => Ok(SizeSpec::Percent(p)),
+        Quantity::Percent(_) => Err("a size percentage must be greater than 0 and at most 100".to_string()),
+    }
+}
+
+pub(super) fn parse_offset(s: &str) -> Result<SizeSpec, String> {
+    match parse_quantity(s)? {
+        Quantity::Bytes(n) => Ok(SizeSpec::Bytes(n)),
+        Quantity::Percent(p) if p < 100.0 => Ok(SizeSpec::Percent(p)),
+        Quantity::Percent(_) => Err("an offset percentage must be below 100".to_string()),
+    }
+}
+
+/// A time in nanoseconds; seconds when no unit is given (fio `time`).
+pub(super) fn parse_time_ns(s: &str) -> Result<u64, String> {
+    let (number, suffix) = split_digits(s);
+    if number.is_empty() {
+        return Err("expected a non-negative whole number with an optional unit".to_string());
+    }
+    const S: u64 = 1_000_000_000;
+    let unit = match suffix.to_ascii_lowercase().as_str() {
+        "" | "s" | "sec" => S,
+        "us" | "usec" => 1_000,
+        "ms" | "msec" => 1_000_000,
+        "m" => 60 * S,
+        "h" => 3600 * S,
+        "d" => 86_400 * S,
+        _ => return Err(format!("unknown time unit '{suffix}' (expected us, ms, s, m, h or d; default s)")),
+    };
+    number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .ok_or_else(|| "time does not fit in 64-bit nanoseconds".to_string())
+}
+
+/// A boolean: absent (bare key) or `1` is true, `0` is false.
+pub(super) fn parse_flag(value: Option<&str>) -> Result<bool, String> {
+    match value {
+        None | Some("1") => Ok(true),
+        Some("0") => Ok(false),
+        Some(_) => Err("expected 0 or 1".to_string()),
+    }
+}
+
+pub(super) fn non_empty(s: &str) -> Result<String, String> {
+    if s.is_empty() {
+        Err("this option requires a value".to_string())
+    } else {
+        Ok(s.to_string())
+    }
+}
+
+/// fio `rw=` spellings this model runs.
+pub(super) const RW_VALUES: &[(&str, Rw)] = &[
+    ("read", Rw::Read),
+    ("write", Rw::Write),
+    ("randread", Rw::RandRead),
+    ("randwrite", Rw::RandWrite),
+    ("randrw", Rw::RandRw),
+    ("rw", Rw::SeqRw),
+    ("readwrite", Rw::SeqRw),
+    ("trim", Rw::Trim),
+    ("randtrim", Rw::RandTrim),
+    ("trimwrite", Rw::TrimWrite),
+];
+
+pub(super) fn parse_rw(s: &str) -> Result<Rw, String> {
+    let lookup = |v: &str| RW_VALUES.iter().find(|(name, _)| *name == v).map(|&(_, rw)| rw);
+    if let Some(rw) = lookup(s) {
+        return Ok(rw);
+    }
+    let names = RW_VALUES.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(", ");
+    match s.split_once(':') {
+        Some((base, _)) if lookup(base).is_some() => Err("the ':<nr>' offset modifier is not supported".to_string()),
+        _ if matches!(s, "randtrimwrite" | "filecreate" | "filestat" | "filedelete") => {
+            Err(format!("fio pattern '{s}' is not supported by this model (supported: {names})"))
+        }
+        _ => Err(format!("unknown I/O pattern (expected one of: {names})")),
+    }
+}
+
+/// fio's `write_hint` values (Linux's write lifetime hints), as streams.
+const WRITE_HINTS: [&str; 5] = ["none", "short", "medium", "long", "extreme"];
+
+pub(super) fn parse_write_hint(s: &str) -> Result<u8, String> {
+    WRITE_HINTS
+        .iter()
+        .position(|h| *h == s)
+        .map(|i| i as u8)
+        .ok_or_else(|| format!("unknown write hint (valid: {})", WRITE_HINTS.join(", ")))
+}
+
+pub(super) fn parse_distribution(s: &str) -> Result<Distribution, String> {
+    let (kind, param) = match s.split_once(':') {
+        Some((k, p)) => (k, Some(p)),
+        None => (s, None),
+    };
+    let float = |p: &str| -> Result<f64, String> {
+        if p.contains(':') {
+            return Err("a distribution centre (second parameter) is not supported".to_string());
+        }
+        p.parse::<f64>().ok().filter(|f| f.is_finite()).ok_or_else(|| format!("'{p}' is not a finite number"))
+    };
+    match kind {
+        "zoned" => parse_zoned(param.unwrap_or("")),
+        "random" if param.is_none() => Ok(Distribution::Random),
+        "random" => Err("'random' takes no parameter".to_string()),
+        "zipf" => match param.map(float).transpose()?.unwrap_or(1.1) {
+            theta if theta > 0.0 && theta != 1.0 => Ok(Distribution::Zipf(theta)),
+            _ => Err("zipf theta must be greater than 0 and different from 1.0".to_string()),
+        },
+        "pareto" => match param.map(float).transpose()?.unwrap_or(0.2) {
+            h if h > 0.0 && h < 1.0 => Ok(Distribution::Pareto(h)),
+            _ => Err("pareto h must be between 0 and 1 (exclusive)".to_string()),
+        },
+        k if matches!(k, "normal" | "gauss") || k.starts_with("zoned") => Err(format!(
+            "distribution '{k}' is not supported (supported: random, zipf[:theta], pareto[:h], zoned:A/R:B/S)"
+        )),
+        _ => Err("unknown distribution (supported: random, zipf[:theta], pareto[:h], zoned:A/R:B/S)".to_string()),
+    }
+}
+
+/// fio's `zoned:A/R:B/S` (percent of accesses / percent of the range, zones
+/// in order from the start; an empty last range is the rest), two zones:
+/// the hot/cold workload.
+fn parse_zoned(zones: &str) -> Result<Distribution, String> {
+    let pct = |v: &str| v.parse::<f64>().ok().filter(|p| (0.0..=100.0).contains(p));
+    let parsed: Option<Vec<(f64, Option<f64>)>> = zones
+        .split(':')
+        .map(|z| {
+            let (a, r) = z.split_once('/')?;
+            Some((pct(a)?, if r.is_empty() { None } else { Some(pct(r)?) }))
+        })
+        .collect();
+    let Some(&[(hot_io, Some(hot_range)), (cold_io, cold_range)]) = parsed.as_deref() else {
+        return Err(format!("zoned '{zones}' must be two zones, access%/range%:access%/range%"));
+    };
+    let cold_range = cold_range.unwrap_or(100.0 - hot_range);
+    if (hot_io + cold_io - 100.0).abs() > 1e-9 || (hot_range + cold_range - 100.0).abs() > 1e-9 {
+        return Err(format!("zoned '{zones}': the accesses and the ranges must each add up to 100"));
+    }
+    let (hot, writes) = (hot_range / 100.0, hot_io / 100.0);
+    crate::workload::access::Access::hot_cold(hot, writes)?;
+    Ok(Distribution::HotCold { hot, writes })
+}
