@@ -63,6 +63,9 @@ pub enum DriveError {
     #[error("stream {stream} is not one of the drive's {streams} write streams (placement.streams)")]
     UnknownStream { stream: u8, streams: u8 },
     /// Stored bytes failed to decompress: a bug, reported rather than hidden.
+    /// An encoding tape could not be recorded or played back (the reason).
+    #[error("{0}")]
+    Tape(String),
     #[error("internal error: chunk {chunk} does not decompress: {reason}")]
     Corrupt { chunk: usize, reason: String },
 }

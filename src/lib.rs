@@ -81,6 +81,7 @@ pub mod image;
 pub mod lab;
 pub mod nand;
 pub mod nbd;
+pub mod profile;
 pub mod timing;
 pub mod trace;
 pub mod units;

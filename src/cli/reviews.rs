@@ -442,6 +442,10 @@ pub(crate) struct TortureArgs {
     /// Write the HD Tach read and write graphs (SVG) into DIR.
     #[arg(long, value_name = "DIR")]
     plot: Option<PathBuf>,
+    /// Print the CPU time by phase (generation, lz4, blake3, simulation,
+    /// image, copies) on stderr and add it to the JSON as `profile`.
+    #[arg(long)]
+    profile: bool,
     #[command(flatten)]
     out: Output,
 }
@@ -460,6 +464,8 @@ pub(crate) struct TortureOutput<'a> {
     provenance: Provenance<'a>,
     #[serde(flatten)]
     report: &'a TortureReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    profile: Option<duraflash::profile::Split>,
 }
 
 pub(crate) fn torture(args: TortureArgs) -> Result<(), Failure> {
@@ -496,8 +502,16 @@ pub(crate) fn torture(args: TortureArgs) -> Result<(), Failure> {
         atto_span: args.atto.map(|s| s.0),
         seed: cfg.seed,
     };
+    let started = (cpu_time::ProcessTime::now(), std::time::Instant::now());
+    if args.profile {
+        duraflash::profile::enable();
+    }
     let report =
         with_phases(args.out.quiet, |progress| torture::torture(&cfg, &spec, progress)).map_err(Failure::run)?;
+    let profile = args.profile.then(|| duraflash::profile::Split::since(started.0, started.1));
+    if let Some(p) = &profile {
+        eprintln!("{}", p.line());
+    }
     if let Some(p) = &plots {
         torture_plots(p, &cfg, &report)?;
     }
@@ -536,7 +550,7 @@ pub(crate) fn torture(args: TortureArgs) -> Result<(), Failure> {
         }
     }
     let smart = [("", report.smart.clone())];
-    emit(&args.out, &summary, &TortureOutput { provenance: Provenance::new(&cfg), report: &report }, &smart)
+    emit(&args.out, &summary, &TortureOutput { provenance: Provenance::new(&cfg), report: &report, profile }, &smart)
 }
 
 pub(crate) fn torture_plots(plots: &PlotDir, cfg: &DriveConfig, r: &TortureReport) -> Result<(), Failure> {

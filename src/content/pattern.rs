@@ -44,6 +44,7 @@
 //! equals the previous one (the documented intent). The number of distinct
 //! contents is the same, and every duplicate matches data already written.
 
+use crate::profile::{self, Phase};
 use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::fmt;
@@ -287,7 +288,7 @@ impl PatternGen {
     pub fn fill(&mut self, buf: &mut [u8]) {
         for unit in buf.chunks_mut(self.spec.unit) {
             let id = self.next_content_id();
-            self.spec.write_unit(&self.key, id, unit);
+            profile::time(Phase::Generate, || self.spec.write_unit(&self.key, id, unit));
         }
     }
 
@@ -300,7 +301,9 @@ impl PatternGen {
         ids.clear();
         ids.extend((0..buf.len().div_ceil(self.spec.unit)).map(|_| self.next_content_id()));
         let (spec, key) = (&self.spec, &self.key);
-        buf.par_chunks_mut(spec.unit).zip(ids.par_iter()).for_each(|(unit, &id)| spec.write_unit(key, id, unit));
+        buf.par_chunks_mut(spec.unit)
+            .zip(ids.par_iter())
+            .for_each(|(unit, &id)| profile::time(Phase::Generate, || spec.write_unit(key, id, unit)));
         self.ids = ids;
     }
 

@@ -11,6 +11,7 @@
 
 use rayon::prelude::*;
 
+use crate::profile::{self, Phase};
 use crate::units::Fingerprint;
 
 /// Batches smaller than this are encoded on the calling thread: rayon's
@@ -61,6 +62,13 @@ pub struct EncodedUnit {
     at: u32,
 }
 
+impl EncodedUnit {
+    /// A unit played back from a tape: its fingerprint and stored length.
+    pub(super) fn replayed(fingerprint: Fingerprint, len: u32) -> Self {
+        EncodedUnit { fingerprint, len, at: 0 }
+    }
+}
+
 /// Reusable output buffers for a batch: one slot of `stride` bytes a unit.
 /// Only the part of a slot that a unit's output fills is ever touched.
 #[derive(Clone, Debug, Default)]
@@ -74,6 +82,20 @@ impl EncodedBatch {
     /// Encoded units, in input order.
     pub fn units(&self) -> &[EncodedUnit] {
         &self.units
+    }
+
+    /// Refills the batch with `n` units `read` produces (from a tape), with
+    /// no stored bytes: for drives that keep metadata only.
+    pub(super) fn replayed(
+        &mut self,
+        n: usize,
+        mut read: impl FnMut(&mut EncodedUnit) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        self.stride = 0;
+        self.arena.clear();
+        self.units.clear();
+        self.units.resize(n, EncodedUnit::default());
+        self.units.iter_mut().try_for_each(&mut read)
     }
 
     /// The stored bytes of unit `i`: its compressed form, or `raw` itself
@@ -129,13 +151,18 @@ impl Encoder {
         if self.compression {
             at = unaliased_offset(unit.as_ptr(), slot.as_ptr());
             // The slot is sized by slot_bytes, so this cannot fail.
-            if let Ok(n) = lz4_flex::block::compress_into(unit, &mut slot[at..]) {
+            let out = &mut slot[at..];
+            if let Ok(n) = profile::time(Phase::Lz4, || lz4_flex::block::compress_into(unit, out)) {
                 if n < unit.len() {
                     stored = &slot[at..at + n];
                 }
             }
         }
-        let fingerprint = if self.fingerprint { Fingerprint::of(stored) } else { Fingerprint::default() };
+        let fingerprint = if self.fingerprint {
+            profile::time(Phase::Blake3, || Fingerprint::of(stored))
+        } else {
+            Fingerprint::default()
+        };
         EncodedUnit { fingerprint, len: stored.len() as u32, at: at as u32 }
     }
 }

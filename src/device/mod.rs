@@ -17,6 +17,7 @@ use crate::config::{DriveConfig, Media};
 use crate::datapath::chunk_bytes::ChunkBytes;
 use crate::datapath::chunks::ChunkStore;
 use crate::datapath::pipeline::{EncodedBatch, Encoder};
+use crate::datapath::tape::{Tape, TapeSlot};
 use crate::error::{ConfigError, DriveError};
 use crate::ftl::map::L2pMap;
 use crate::ftl::map_cache::MapCache;
@@ -111,6 +112,8 @@ pub struct Drive {
     /// The host's stream hints: `(first unit, stream)` in order, each
     /// reaching to the next; units before the first are stream 0.
     stream_hints: Vec<(u64, u8)>,
+    /// The encoding tape writes record to or play back from, if any.
+    tape: TapeSlot,
 }
 
 impl Drive {
@@ -153,6 +156,7 @@ impl Drive {
             ops_spare: Vec::new(),
             stream_hints: Vec::new(),
             victim_scratch: Vec::new(),
+            tape: TapeSlot::default(),
             config,
         })
     }
@@ -214,7 +218,26 @@ impl Drive {
     /// compression and dedup are off and no data is kept, so callers may
     /// skip generating content.
     pub fn needs_content(&self) -> bool {
-        self.config.compression || self.config.dedup || self.keeps_data()
+        let taped = self.tape.0.as_ref().is_some_and(Tape::replaying);
+        (self.config.compression || self.config.dedup) && !taped || self.keeps_data()
+    }
+
+    /// Hands the drive an encoding tape: while it records, every unit
+    /// written is taped as encoded; while it plays back, writes take their
+    /// encoding from it instead of their bytes (see [`Tape`]: the caller
+    /// vouches they carry the taped content). A run-time setting, not kept
+    /// in images or clones. A drive that keeps the bytes refuses.
+    pub fn put_tape(&mut self, tape: Tape) -> Result<(), DriveError> {
+        if self.keeps_data() {
+            return Err(DriveError::Tape("a drive that keeps the bytes takes no encoding tape".into()));
+        }
+        self.tape.0 = Some(tape);
+        Ok(())
+    }
+
+    /// Takes the encoding tape back.
+    pub fn take_tape(&mut self) -> Option<Tape> {
+        self.tape.0.take()
     }
 
     fn check_range(&self, lba: Lba, sectors: u64) -> Result<(), DriveError> {

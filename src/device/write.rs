@@ -4,6 +4,7 @@
 
 use super::{Drive, Issuer, Serial};
 use crate::datapath::pipeline::EncodedBatch;
+use crate::datapath::tape::Tape;
 use crate::error::DriveError;
 use crate::units::{BlockId, ChunkId, Fingerprint, Lba, Lpn, NandExtent, SECTOR_BYTES};
 
@@ -127,8 +128,37 @@ impl Drive {
         self.commit_slices(units)
     }
 
-    /// [`Drive::commit`]'s body, on whatever thread calls it.
+    /// [`Drive::commit`]'s body, on whatever thread calls it, with the
+    /// encoding tape (if any) recording or playing back.
     fn commit_slices(&mut self, units: &[(usize, Lpn, &[u8])]) -> Result<(), DriveError> {
+        let mut tape = self.tape.0.take();
+        let result = match tape.as_mut() {
+            Some(t) if t.replaying() => self.commit_replayed(units, t),
+            t => self.commit_encoded(units, t),
+        };
+        self.tape.0 = tape;
+        result
+    }
+
+    /// Applies `units` with their encodings played back from `tape`.
+    fn commit_replayed(&mut self, units: &[(usize, Lpn, &[u8])], tape: &mut Tape) -> Result<(), DriveError> {
+        let mut cur = std::mem::take(&mut self.batch);
+        let mut result = Ok(());
+        for slice in units.chunks(COMMIT_SLICE_UNITS) {
+            result = tape
+                .replay(slice.len(), &mut cur)
+                .map_err(|e| DriveError::Tape(e.to_string()))
+                .and_then(|()| self.apply(slice, &cur));
+            if result.is_err() {
+                break;
+            }
+        }
+        self.batch = cur;
+        result
+    }
+
+    /// Encodes and applies `units`, taping their encodings if recording.
+    fn commit_encoded(&mut self, units: &[(usize, Lpn, &[u8])], mut tape: Option<&mut Tape>) -> Result<(), DriveError> {
         let encoder = self.encoder;
         let overlap = encoder.has_work();
         let (mut cur, mut next) = (std::mem::take(&mut self.batch), std::mem::take(&mut self.next_batch));
@@ -140,6 +170,12 @@ impl Drive {
         encoder.encode(&data(slices[0]), &mut cur);
         let mut result = Ok(());
         for (k, slice) in slices.iter().enumerate() {
+            if let Some(t) = tape.as_mut() {
+                if let Err(e) = t.record(cur.units()) {
+                    result = Err(DriveError::Tape(e.to_string()));
+                    break;
+                }
+            }
             result = match slices.get(k + 1) {
                 Some(following) if overlap => {
                     let input = data(following);

@@ -7,8 +7,11 @@
 
 use serde::Serialize;
 
-use crate::config::DriveConfig;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::config::{DriveConfig, Media};
 use crate::content::pattern::{unit_seed, DataSpec};
+use crate::datapath::tape::Tape;
 use crate::device::Drive;
 use crate::firmware::DSM_MAX_SECTORS;
 use crate::host::{BlockDevice, HostQueue};
@@ -17,7 +20,7 @@ use crate::lab::StudyError;
 use crate::units::Lba;
 use crate::workload::access::{Distribution, Rw};
 use crate::workload::job::{fill_spec, run_job, JobSpec, Limit};
-use crate::workload::review::{atto, hdtach_isolated, AttoPoint, HdTach, Isolation, HDTACH_REQUEST};
+use crate::workload::review::{atto, hdtach_taped, AttoPoint, HdTach, Isolation, HDTACH_REQUEST};
 
 /// Simulated idle time between the protocol's steps (a reviewer starting
 /// the next tool): queued background work drains, idle GC runs.
@@ -169,19 +172,55 @@ pub fn torture(
     spec: &TortureSpec,
     progress: &mut dyn FnMut(&str, f64),
 ) -> Result<TortureReport, StudyError> {
+    torture_reusing(config, spec, Reuse::Encodings, progress)
+}
+
+/// Whether the write sweeps after the first reuse its encodings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reuse {
+    /// Every sweep generates, compresses and hashes its bytes.
+    Nothing,
+    /// A metadata-only drive's later write sweeps play back the first
+    /// one's encodings from a tape (the same bytes, so the same figures).
+    Encodings,
+}
+
+/// [`torture`], saying whether the write sweeps reuse encodings.
+pub fn torture_reusing(
+    config: &DriveConfig,
+    spec: &TortureSpec,
+    reuse: Reuse,
+    progress: &mut dyn FnMut(&str, f64),
+) -> Result<TortureReport, StudyError> {
     let mut drive = Drive::new(config.clone())?;
     let data = spec.data.spec();
     let capacity = config.logical_bytes;
-    // Every phase writes content of its own: no phase's data deduplicates
-    // against another's.
+    // The fill and the torture write content of their own, which the HD
+    // Tach sweeps never deduplicate against. HD Tach itself writes the same
+    // test pattern on every pass, so all four passes share one data seed;
+    // each write sweep runs on a copy of its state, so no pass finds
+    // another's data on the drive.
+    let seed = unit_seed(spec.seed, 20);
+    // What each write sweep writes is then the same, so a drive whose
+    // sweeps store only metadata encodes it once (see `Tape`).
+    let reusable = reuse == Reuse::Encodings && drive.needs_content() && config.media == Media::MetadataOnly;
+    let mut tape = if reusable {
+        static TAPES: AtomicU64 = AtomicU64::new(0);
+        let n = TAPES.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("duraflash-hdtach-{}-{n}.tape", std::process::id()));
+        Some(Tape::create(&path).map_err(|source| StudyError::Io { path, source })?)
+    } else {
+        None
+    };
     // Pass `k` (0 clean .. 3 after the second TRIM) runs at `0.6 + 0.1 k`
-    // of the whole protocol (clean at 0) with its own data seed.
-    let pass =
+    // of the whole protocol (clean at 0).
+    let mut pass =
         |drive: &mut Drive, name: &str, k: u64, progress: &mut dyn FnMut(&str, f64)| -> Result<State, StudyError> {
             let at = if k == 0 { 0.0 } else { 0.5 + 0.1 * k as f64 };
-            let seed = unit_seed(spec.seed, 20 + k);
             let isolation = Isolation::for_drive(drive);
-            let h = hdtach_isolated(drive, spec.zones, data, seed, isolation, &mut |f| progress(name, at + f * 0.1))?;
+            let h = hdtach_taped(drive, spec.zones, data, seed, isolation, &mut tape, &mut |f| {
+                progress(name, at + f * 0.1)
+            })?;
             let atto = spec.atto_span.map(|span| atto(drive, span, seed, &mut |_| {})).transpose()?;
             Ok(State {
                 read_mbps: h.read.avg_mbps,

@@ -78,7 +78,7 @@ pub fn drive_errno(e: &DriveError) -> Errno {
         DriveError::OutOfRange { .. } | DriveError::NoSpace(_) | DriveError::ChunkTableFull(_) => Errno::ENOSPC,
         DriveError::Misaligned { .. } | DriveError::UnknownStream { .. } => Errno::EINVAL,
         DriveError::NoData { .. } => Errno::EIO,
-        DriveError::Internal(_) | DriveError::Corrupt { .. } => Errno::EIO,
+        DriveError::Internal(_) | DriveError::Corrupt { .. } | DriveError::Tape(_) => Errno::EIO,
     }
 }
 

@@ -6,8 +6,11 @@
 use serde::Serialize;
 
 use crate::content::pattern::{unit_seed, DataSpec};
+use crate::datapath::tape::Tape;
 use crate::device::Drive;
+use crate::error::DriveError;
 use crate::host::BlockDevice;
+use crate::profile::{self, Phase};
 use crate::workload::access::{Distribution, Rw};
 use crate::workload::job::{run_job, JobSpec, Limit};
 use crate::workload::WorkloadError;
@@ -166,9 +169,10 @@ where
     WorkloadError: From<D::Error>,
 {
     let read = sweep(drive, Rw::Read, request, zones, data, unit_seed(seed, 1), &mut |f| progress(f / 2.0))?;
-    let mut copy = drive.clone();
+    let mut copy = profile::time(Phase::Copy, || drive.clone());
     let write =
         sweep(&mut copy, Rw::Write, request, zones, data, unit_seed(seed, 2), &mut |f| progress(0.5 + f / 2.0))?;
+    profile::time(Phase::Copy, || drop(copy));
     Ok(HdTach { read, write })
 }
 
@@ -209,28 +213,72 @@ pub fn hdtach_isolated(
     isolation: Isolation,
     progress: &mut dyn FnMut(f64),
 ) -> Result<HdTach, WorkloadError> {
-    if isolation == Isolation::Clone {
-        return hdtach(drive, zones, data, seed, progress);
-    }
+    hdtach_taped(drive, zones, data, seed, isolation, &mut None, progress)
+}
+
+/// [`hdtach_isolated`] with the write sweep recording into or playing back
+/// from `tape` (see [`Tape`]), which is rewound after it for the next
+/// sweep: the caller vouches that every sweep on one tape writes the same
+/// content (the same `zones`, `data`, `seed` and drive capacity).
+pub fn hdtach_taped(
+    drive: &mut Drive,
+    zones: u32,
+    data: DataSpec,
+    seed: u64,
+    isolation: Isolation,
+    tape: &mut Option<Tape>,
+    progress: &mut dyn FnMut(f64),
+) -> Result<HdTach, WorkloadError> {
     let request = HDTACH_REQUEST;
     let read = sweep(drive, Rw::Read, request, zones, data, unit_seed(seed, 1), &mut |f| progress(f / 2.0))?;
-    static SWEEPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = SWEEPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let image = TempImage(std::env::temp_dir().join(format!("duraflash-sweep-{}-{n}.img", std::process::id())));
-    drive
-        .save(&image.0)
-        .map_err(|source| WorkloadError::Image { what: "saving the drive before the write sweep".into(), source })?;
-    let write = sweep(drive, Rw::Write, request, zones, data, unit_seed(seed, 2), &mut |f| progress(0.5 + f / 2.0));
-    // Free the swept state before loading the saved one, so the two are
-    // never in memory together. A fresh drive of the same config holds
-    // only its per-block records: its map and chunk tables stay unbacked
-    // until written.
-    *drive = Drive::new(drive.config().clone())?;
-    *drive = Drive::load(&image.0).map_err(|source| WorkloadError::Image {
-        what: format!("restoring the drive after the write sweep from {}", image.0.display()),
-        source,
-    })?;
-    Ok(HdTach { read, write: write? })
+    let write_seed = unit_seed(seed, 2);
+    let write = if isolation == Isolation::Clone {
+        let mut copy = profile::time(Phase::Copy, || drive.clone());
+        let write = taped(&mut copy, tape, |d| {
+            sweep(d, Rw::Write, request, zones, data, write_seed, &mut |f| progress(0.5 + f / 2.0))
+        });
+        profile::time(Phase::Copy, || drop(copy));
+        write?
+    } else {
+        static SWEEPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = SWEEPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let image = TempImage(std::env::temp_dir().join(format!("duraflash-sweep-{}-{n}.img", std::process::id())));
+        profile::time(Phase::Image, || drive.save(&image.0)).map_err(|source| WorkloadError::Image {
+            what: "saving the drive before the write sweep".into(),
+            source,
+        })?;
+        let write = taped(drive, tape, |d| {
+            sweep(d, Rw::Write, request, zones, data, write_seed, &mut |f| progress(0.5 + f / 2.0))
+        });
+        // Free the swept state before loading the saved one, so the two are
+        // never in memory together. A fresh drive of the same config holds
+        // only its per-block records: its map and chunk tables stay unbacked
+        // until written.
+        *drive = Drive::new(drive.config().clone())?;
+        *drive = profile::time(Phase::Image, || Drive::load(&image.0)).map_err(|source| WorkloadError::Image {
+            what: format!("restoring the drive after the write sweep from {}", image.0.display()),
+            source,
+        })?;
+        write?
+    };
+    Ok(HdTach { read, write })
+}
+
+/// Runs `f` on `drive` holding `tape` (if any), then takes the tape back
+/// and rewinds it.
+fn taped<T>(
+    drive: &mut Drive,
+    tape: &mut Option<Tape>,
+    f: impl FnOnce(&mut Drive) -> Result<T, WorkloadError>,
+) -> Result<T, WorkloadError> {
+    if let Some(t) = tape.take() {
+        drive.put_tape(t)?;
+    }
+    let out = f(drive);
+    let back = drive.take_tape();
+    let rewound = back.map(|mut t| t.rewind().map(|()| t)).transpose().map_err(|e| DriveError::Tape(e.to_string()));
+    *tape = rewound?;
+    out
 }
 
 /// A temporary image file, removed when dropped, whichever way the
@@ -268,7 +316,7 @@ pub fn atto(
     let span = span.min(drive.config().logical_bytes);
     let smallest = if drive.config().media == crate::Media::Memory { 0 } else { u64::from(drive.config().unit_bytes) };
     let data = DataSpec::compressible(ATTO_COMPRESS_PCT)?;
-    let mut copy = drive.clone();
+    let mut copy = profile::time(Phase::Copy, || drive.clone());
     let mut out = Vec::new();
     for (i, &size) in ATTO_SIZES.iter().enumerate().filter(|(_, &s)| s >= smallest) {
         let length = span / size * size;

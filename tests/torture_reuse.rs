@@ -1,0 +1,79 @@
+//! The torture protocol's later HD Tach write sweeps play back the first
+//! sweep's encodings from a tape instead of generating, compressing and
+//! hashing the same bytes again: every figure must be what encoding them
+//! gives, on both ways of isolating a sweep, and a replay that writes
+//! something else must be refused rather than trusted.
+
+use duraflash::content::pattern::DataSpec;
+use duraflash::datapath::tape::Tape;
+use duraflash::lab::torture::{torture_reusing, Duration, Reuse, TortureData, TortureSpec};
+use duraflash::workload::review::{hdtach_taped, Isolation};
+use duraflash::{Drive, DriveConfig};
+
+fn config(capacity: u64) -> DriveConfig {
+    let mut cfg = DriveConfig::preset("sf2281-240g").unwrap().scaled(capacity).unwrap();
+    cfg.media = duraflash::Media::MetadataOnly;
+    cfg
+}
+
+#[test]
+fn reused_encodings_give_every_figure_of_a_run_that_encodes() {
+    for data in [TortureData::Compressible, TortureData::PseudoRandom] {
+        let spec = TortureSpec {
+            data,
+            duration: Duration::DriveWrites(0.6),
+            qd: 32,
+            span: 1.0,
+            zones: 8,
+            atto_span: Some(8 << 20),
+            seed: 3,
+        };
+        let cfg = config(256 << 20);
+        let run = |reuse| {
+            let r = torture_reusing(&cfg, &spec, reuse, &mut |_, _| {}).unwrap();
+            (serde_json::to_value(&r).unwrap(), serde_json::to_value(&r.smart).unwrap())
+        };
+        let (plain, reused) = (run(Reuse::Nothing), run(Reuse::Encodings));
+        assert_eq!(plain, reused, "{data:?}");
+        // The states differ, so equal sweeps are not one sweep copied.
+        let tortured = &plain.0["tortured"]["hdtach"]["write"];
+        assert_ne!(tortured, &plain.0["clean"]["hdtach"]["write"], "{data:?}");
+    }
+}
+
+#[test]
+fn a_tape_replays_through_clones_and_images_and_refuses_other_sweeps() {
+    let data = DataSpec::compressible(50).unwrap();
+    let cfg = config(128 << 20);
+    let path = std::env::temp_dir().join(format!("duraflash-reuse-test-{}.tape", std::process::id()));
+    let mut tape = Some(Tape::create(&path).unwrap());
+    let mut fresh = Drive::new(cfg.clone()).unwrap();
+    let recorded = hdtach_taped(&mut fresh, 8, data, 7, Isolation::Clone, &mut tape, &mut |_| {}).unwrap();
+    let t = tape.as_ref().unwrap();
+    assert!(t.replaying() && t.units() == (128 << 20) / 4096, "{t:?}");
+    // A drive holding other data, swept both ways, with and without the tape.
+    let mut held = Drive::new(cfg.clone()).unwrap();
+    let other = DataSpec::compressible(25).unwrap();
+    duraflash::workload::job::run_job(
+        &mut held,
+        &duraflash::workload::job::fill_spec(64 << 20, 128 << 10, 4, other, 9),
+        &mut |_| {},
+    )
+    .unwrap();
+    for isolation in [Isolation::Clone, Isolation::Image] {
+        let (mut a, mut b) = (held.clone(), held.clone());
+        let plain = hdtach_taped(&mut a, 8, data, 7, isolation, &mut None, &mut |_| {}).unwrap();
+        let replayed = hdtach_taped(&mut b, 8, data, 7, isolation, &mut tape, &mut |_| {}).unwrap();
+        assert_eq!(plain, replayed, "{isolation:?}");
+        assert_ne!(plain.write, recorded.write, "the state shows in the write sweep");
+        assert_eq!(a.stats(), b.stats(), "{isolation:?}: the swept state is restored either way");
+    }
+    // Seven zones write fewer units than eight (each zone rounds down to whole requests).
+    let mut c = held.clone();
+    let refused = hdtach_taped(&mut c, 7, data, 7, Isolation::Clone, &mut tape, &mut |_| {});
+    assert!(refused.is_err(), "a sweep of another length is refused");
+    let mut memory = cfg.clone();
+    memory.media = duraflash::Media::Memory;
+    let mut d = Drive::new(memory).unwrap();
+    assert!(d.put_tape(Tape::create(&path.with_extension("2")).unwrap()).is_err(), "a drive keeping bytes");
+}
