@@ -197,9 +197,9 @@ pub fn torture_reusing(
     let capacity = config.logical_bytes;
     // The fill and the torture write content of their own, which the HD
     // Tach sweeps never deduplicate against. HD Tach itself writes the same
-    // test pattern on every pass, so all four passes share one data seed;
-    // each write sweep runs on a copy of its state, so no pass finds
-    // another's data on the drive.
+    // test pattern on every pass, so all four passes share one data seed
+    // (pass 0's); each write sweep runs on a copy of its state, so no pass
+    // finds another's data on the drive. ATTO keeps a seed per pass.
     let seed = unit_seed(spec.seed, 20);
     // What each write sweep writes is then the same, so a drive whose
     // sweeps store only metadata encodes it once (see `Tape`).
@@ -213,7 +213,7 @@ pub fn torture_reusing(
         None
     };
     // Pass `k` (0 clean .. 3 after the second TRIM) runs at `0.6 + 0.1 k`
-    // of the whole protocol (clean at 0).
+    // of the whole protocol (clean at 0), its ATTO with a seed of its own.
     let mut pass =
         |drive: &mut Drive, name: &str, k: u64, progress: &mut dyn FnMut(&str, f64)| -> Result<State, StudyError> {
             let at = if k == 0 { 0.0 } else { 0.5 + 0.1 * k as f64 };
@@ -221,7 +221,8 @@ pub fn torture_reusing(
             let h = hdtach_taped(drive, spec.zones, data, seed, isolation, &mut tape, &mut |f| {
                 progress(name, at + f * 0.1)
             })?;
-            let atto = spec.atto_span.map(|span| atto(drive, span, seed, &mut |_| {})).transpose()?;
+            let atto_seed = unit_seed(spec.seed, 20 + k);
+            let atto = spec.atto_span.map(|span| atto(drive, span, atto_seed, &mut |_| {})).transpose()?;
             Ok(State {
                 read_mbps: h.read.avg_mbps,
                 write_mbps: h.write.avg_mbps,
