@@ -18,7 +18,7 @@
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use duraflash::config::{Geometry, WearConfig};
+use duraflash::config::{Geometry, StreamInference, WearConfig};
 use duraflash::{Drive, DriveConfig, DriveError, GcPolicy, Lba, Lpn, Stats};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as PtConfig, FileFailurePersistence, TestCaseError, TestError, TestRunner};
@@ -66,6 +66,8 @@ struct Variant {
     gc_frontier: bool,
     /// Dynamic and static wear levelling.
     wear: WearConfig,
+    /// Streams inferred by the drive from update recency (replacing the hints).
+    infer: StreamInference,
 }
 
 impl Variant {
@@ -79,7 +81,14 @@ impl Variant {
             streams: 1,
             gc_frontier: false,
             wear: WearConfig { dynamic: false, static_spread: None },
+            infer: StreamInference::Off,
         }
+    }
+
+    /// Streams inferred from recency with a window of `window_milli`
+    /// thousandths of a drive-write.
+    const fn inferred(self, window_milli: u32) -> Self {
+        Variant { infer: StreamInference::Recency { window_milli }, ..self }
     }
 
     /// Wear levelling: dynamic when `dynamic`, static past `static_spread`.
@@ -122,6 +131,7 @@ impl Variant {
         cfg.gc.policy = self.policy;
         cfg.placement.streams = self.streams;
         cfg.placement.gc_frontier = self.gc_frontier;
+        cfg.placement.infer = self.infer;
         cfg.wear = self.wear;
         let g = &cfg.geometry;
         let unit = u64::from(cfg.unit_bytes);
@@ -1028,6 +1038,14 @@ fn oracle_plain_static_wear_levelling_two_streams() {
 }
 
 #[test]
+fn oracle_dedup_compression_inferred_streams() {
+    // A window of a twentieth of a drive-write sends the runs' rewrites to
+    // all three streams.
+    let v = Variant::new(true, true, GcPolicy::Greedy, Shape::OneDieTinyPages).placed(3, true).inferred(50);
+    check_property("dedup+compression/greedy/3 inferred streams + GC frontier", Just(v));
+}
+
+#[test]
 fn oracle_plain_windowed() {
     check_property("plain/windowed:3", Just(Variant::new(false, false, GcPolicy::Windowed(3), Shape::SmallPages)));
 }
@@ -1051,16 +1069,18 @@ fn oracle_any_configuration() {
         1 => Just(Shape::OneDieTinyPages),
     ];
     let fill = prop_oneof![3 => Just(100u64), 1 => 60u64..100];
-    let placement = (prop_oneof![3 => Just(1u8), 1 => Just(2u8)], any::<bool>());
+    let infer = prop_oneof![2 => Just(StreamInference::Off), 1 => (1u32..2000).prop_map(|window_milli| StreamInference::Recency { window_milli })];
+    let placement = (prop_oneof![3 => Just(1u8), 1 => Just(2u8)], any::<bool>(), infer);
     let wear = (any::<bool>(), prop_oneof![2 => Just(None), 1 => (1u32..5).prop_map(Some)])
         .prop_map(|(dynamic, static_spread)| WearConfig { dynamic, static_spread });
     let variant = (any::<bool>(), any::<bool>(), policy, shape, fill, placement, wear).prop_map(
-        |(dedup, compression, policy, shape, fill_pct, (streams, gc_frontier), wear)| {
+        |(dedup, compression, policy, shape, fill_pct, (streams, gc_frontier, infer), wear)| {
             // 16- and 32-block arrays of two and four dies cannot spare the
             // open and free blocks of more frontiers.
             let (streams, gc_frontier) =
                 if matches!(shape, Shape::BigPages | Shape::FourDies) { (1, false) } else { (streams, gc_frontier) };
-            Variant { dedup, compression, policy, shape, fill_pct, streams, gc_frontier, wear }
+            let infer = if streams >= 2 { infer } else { StreamInference::Off };
+            Variant { dedup, compression, policy, shape, fill_pct, streams, gc_frontier, wear, infer }
         },
     );
     check_property("any configuration", variant);

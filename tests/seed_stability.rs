@@ -1,8 +1,9 @@
 //! A figure is reproduced only if it holds at every seed: the RAID-0 and
-//! manual-TRIM studies' rows at seeds 1, 5 and 9 (issue 20, item 3).
-//! Runs `reproduce --scale tiny --only raid,optimizer` once per seed; both
-//! parts run at their quick size there, so these are the quick scale's
-//! verdicts (about 10 s a seed).
+//! manual-TRIM studies' rows at seeds 1, 5 and 9 (issue 20, item 3), and
+//! the write-amplification policies' (issue 21). Runs `reproduce --scale
+//! tiny --only raid,optimizer,wa-policies` once per seed; the first two
+//! parts run at their quick size there, so theirs are the quick scale's
+//! verdicts (about 15 s a seed).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -30,7 +31,7 @@ fn report(seed: u64) -> Report {
     let out = std::env::temp_dir().join(format!("duraflash-seeds-{seed}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     let o = Command::new(env!("CARGO_BIN_EXE_duraflash"))
-        .args(["reproduce", "--scale", "tiny", "--quiet", "--only", "raid,optimizer", "--seed"])
+        .args(["reproduce", "--scale", "tiny", "--quiet", "--only", "raid,optimizer,wa-policies", "--seed"])
         .arg(seed.to_string())
         .arg("--out")
         .arg(&out)

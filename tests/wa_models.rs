@@ -6,6 +6,7 @@
 
 use std::process::Command;
 
+use duraflash::config::StreamInference;
 use duraflash::content::pattern::DataSpec;
 use duraflash::lab::wa::{run, WaReport, WaSpec};
 use duraflash::workload::access::Access;
@@ -146,6 +147,18 @@ fn nonsense_policies_and_workloads_exit_2_naming_the_flag() {
 
 /// `study` with `streams` hinted write streams and maybe a GC frontier.
 fn placed(op: f64, policy: GcPolicy, access: Access, streams: u8, gc_frontier: bool) -> WaReport {
+    placed_inferring(op, policy, access, streams, gc_frontier, StreamInference::Off)
+}
+
+/// `placed` with the drive inferring the streams (`infer`) instead.
+fn placed_inferring(
+    op: f64,
+    policy: GcPolicy,
+    access: Access,
+    streams: u8,
+    gc_frontier: bool,
+    infer: StreamInference,
+) -> WaReport {
     let mut cfg = DriveConfig::preset("sf2281-240g").unwrap().scaled(128 << 20).unwrap();
     cfg.geometry.pages_per_block = 16;
     cfg.compression = false;
@@ -154,6 +167,7 @@ fn placed(op: f64, policy: GcPolicy, access: Access, streams: u8, gc_frontier: b
     cfg.gc.policy = policy;
     cfg.placement.streams = streams;
     cfg.placement.gc_frontier = gc_frontier;
+    cfg.placement.infer = infer;
     let cfg = cfg.with_op(op).unwrap();
     let mut drive = Drive::new(cfg).unwrap();
     let spec = WaSpec {
@@ -195,6 +209,24 @@ fn separating_hot_from_cold_lowers_waf_between_the_two_pool_models() {
     }
 }
 
+/// Streams inferred from update recency (no hints) land between no
+/// separation and the workload's perfect hint, nearer the hint; a window
+/// far too short to see a hot unit's rewrites separates almost nothing.
+#[test]
+fn inferred_streams_land_between_mixed_and_hinted() {
+    let access = Access::HotCold { hot: 0.1, writes: 0.9 };
+    let mixed = placed(0.15, GcPolicy::Greedy, access, 1, false);
+    let hinted = placed(0.15, GcPolicy::Greedy, access, 2, false);
+    let recency = |window_milli| StreamInference::Recency { window_milli };
+    let inferred = placed_inferring(0.15, GcPolicy::Greedy, access, 2, false, recency(1000));
+    let blind = placed_inferring(0.15, GcPolicy::Greedy, access, 2, false, recency(1));
+    let (m, h, i, b) = (mixed.waf, hinted.waf, inferred.waf, blind.waf);
+    eprintln!("10/90 mixed {m:.3} hinted {h:.3} inferred {i:.3} window 0.001 {b:.3}");
+    assert!(h < i && i < m, "hinted {h} < inferred {i} < mixed {m}");
+    assert!(i - h < 0.5 * (m - h), "inferred {i} is nearer hinted {h} than mixed {m}");
+    assert!(b > i + 0.5 * (m - i), "a window of a thousandth of a drive-write: {b} (inferred {i}, mixed {m})");
+}
+
 #[test]
 fn a_gc_frontier_keeps_uniform_writes_on_their_model() {
     for policy in [GcPolicy::Greedy, GcPolicy::DChoices(2)] {
@@ -221,6 +253,24 @@ fn placement_flags_refuse_nonsense() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(flag) && err.trim_end().lines().count() == 1, "{args:?}: {err}");
+    }
+    for (args, flag) in [
+        (&["wa", "--stream-infer", "recency"][..], "--stream-infer"),
+        (&["wa", "--streams", "2", "--stream-infer", "recency:0"][..], "--stream-infer"),
+        (&["wa", "--streams", "2", "--stream-infer", "recency:x"][..], "--stream-infer"),
+        (&["wa", "--streams", "2", "--stream-infer", "lru"][..], "--stream-infer"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_duraflash")).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(flag) && err.trim_end().lines().count() == 1, "{args:?}: {err}");
+    }
+    let base = toml::to_string(&DriveConfig::preset("sf2281-240g").unwrap()).unwrap();
+    assert!(base.contains("[placement]\n"), "{base}");
+    for bad in ["\"lru\"", "\"recency:-1\""] {
+        let text = base.replace("[placement]\n", &format!("[placement]\ninfer = {bad}\n"));
+        let e = DriveConfig::from_toml(&text).unwrap_err().to_string();
+        assert!(e.contains("infer"), "{bad}: {e}");
     }
     let mut cfg = config(0.15, GcPolicy::Greedy);
     cfg.placement.streams = 2;

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use duraflash::config::overrides::{Capacity, DriveOverrides};
-use duraflash::config::{DriveConfig, GcPolicy, Media};
+use duraflash::config::{DriveConfig, GcPolicy, Media, StreamInference};
 use duraflash::content::pattern::DataSpec;
 use duraflash::device::memory::{MemoryEstimate, MemoryLimit};
 use duraflash::device::resume::{self, ResumeError};
@@ -127,6 +127,11 @@ pub(crate) struct DriveArgs {
     /// GC relocations get open blocks of their own (the double log; default off).
     #[arg(long, value_enum)]
     pub(crate) gc_frontier: Option<Toggle>,
+    /// Infer each host write's stream from how recently its unit was last written: off, or
+    /// recency[:WINDOW] (hottest stream within WINDOW drive-writes, default 1; each doubling one
+    /// stream colder); needs --streams 2 or more (default off: the host's hints).
+    #[arg(long, value_parser = parse_stream_infer)]
+    pub(crate) stream_infer: Option<StreamInference>,
     /// Dynamic wear levelling: each die opens its least-worn free block (default off).
     #[arg(long, value_enum)]
     pub(crate) wear_dynamic: Option<Toggle>,
@@ -168,6 +173,7 @@ impl DriveArgs {
             firmware: None,
             streams: None,
             gc_frontier: None,
+            stream_infer: None,
             wear_dynamic: None,
             wear_static: None,
         }
@@ -198,6 +204,7 @@ impl DriveArgs {
         take!(firmware, "--firmware", Some);
         take!(streams, "--streams", Some);
         take!(gc_frontier, "--gc-frontier", |v: Toggle| Some(v.on()));
+        take!(stream_infer, "--stream-infer", Some);
         take!(wear_dynamic, "--wear-dynamic", |v: Toggle| Some(v.on()));
         take!(wear_static, "--wear-static", |v: WearStatic| Some(v.0));
         given
@@ -239,6 +246,10 @@ pub(crate) fn parse_op(s: &str) -> Result<f64, String> {
 }
 
 pub(crate) fn parse_gc(s: &str) -> Result<GcPolicy, String> {
+    s.parse()
+}
+
+pub(crate) fn parse_stream_infer(s: &str) -> Result<StreamInference, String> {
     s.parse()
 }
 

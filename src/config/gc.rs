@@ -112,6 +112,82 @@ pub struct Placement {
     /// (`Drive::set_stream_hints`), and GC keeps relocated data in the
     /// stream it was written to.
     pub streams: u8,
+    /// How a host write's stream is found when the host gives none: off
+    /// (the host's hints), or inferred from how recently its unit was
+    /// last written.
+    pub infer: StreamInference,
+}
+
+/// Stream inference by the drive itself. Spelled as on the command line
+/// (`off`, `recency`, `recency:0.5`) in config files.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum StreamInference {
+    /// The host's stream hints, stream 0 without them.
+    #[default]
+    Off,
+    /// A unit rewritten within the window, counted in thousandths of a
+    /// drive-write of host unit writes, goes to the hottest stream; each
+    /// doubling of its age past the window one stream colder; never
+    /// written, or older than the last level, stream 0.
+    Recency {
+        /// The window in thousandths of a drive-write (1 to 1,000,000).
+        window_milli: u32,
+    },
+}
+
+impl StreamInference {
+    /// The window `recency` takes alone: one drive-write.
+    pub const DEFAULT_WINDOW_MILLI: u32 = 1000;
+    /// Longest window: a thousand drive-writes.
+    pub const MAX_WINDOW_MILLI: u32 = 1_000_000;
+}
+
+impl std::fmt::Display for StreamInference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StreamInference::Off => f.write_str("off"),
+            StreamInference::Recency { window_milli } => {
+                let (whole, milli) = (window_milli / 1000, window_milli % 1000);
+                let frac = format!("{milli:03}");
+                let frac = frac.trim_end_matches('0');
+                if frac.is_empty() {
+                    write!(f, "recency:{whole}")
+                } else {
+                    write!(f, "recency:{whole}.{frac}")
+                }
+            }
+        }
+    }
+}
+
+impl std::str::FromStr for StreamInference {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let window = match s.split_once(':') {
+            None if s == "off" => return Ok(StreamInference::Off),
+            None if s == "recency" => Self::DEFAULT_WINDOW_MILLI,
+            Some(("recency", w)) => match w.parse::<f64>() {
+                Ok(x) if x.is_finite() && (0.001..=1000.0).contains(&x) => (x * 1000.0).round() as u32,
+                _ => return Err(format!("recency window '{w}' must be a number of drive-writes from 0.001 to 1000")),
+            },
+            _ => return Err(format!("unknown stream inference '{s}' (valid: off, recency, recency:WINDOW)")),
+        };
+        Ok(StreamInference::Recency { window_milli: window })
+    }
+}
+
+impl From<StreamInference> for String {
+    fn from(i: StreamInference) -> String {
+        i.to_string()
+    }
+}
+
+impl TryFrom<String> for StreamInference {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
 }
 
 impl Placement {
@@ -126,6 +202,22 @@ impl Placement {
 
 impl Default for Placement {
     fn default() -> Self {
-        Placement { gc_frontier: false, streams: 1 }
+        Placement { gc_frontier: false, streams: 1, infer: StreamInference::Off }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_inference_spells_as_it_parses() {
+        for s in ["off", "recency:1", "recency:0.5", "recency:0.001", "recency:12.25"] {
+            assert_eq!(s.parse::<StreamInference>().unwrap().to_string(), s);
+        }
+        assert_eq!("recency".parse(), Ok(StreamInference::Recency { window_milli: 1000 }));
+        for bad in ["recency:0", "recency:-1", "recency:1001", "recency:nan", "recency:", "lru", "on"] {
+            assert!(bad.parse::<StreamInference>().is_err(), "{bad}");
+        }
     }
 }

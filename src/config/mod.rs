@@ -19,7 +19,7 @@ mod presets;
 mod validate;
 mod wear;
 
-pub use gc::{GcConfig, GcPolicy, Placement};
+pub use gc::{GcConfig, GcPolicy, Placement, StreamInference};
 pub use presets::{PRESETS, SF2281_MAP_CACHE_BYTES, SF2281_READ_PIECE_NS};
 pub use wear::WearConfig;
 

@@ -13,7 +13,7 @@ use std::str::FromStr;
 
 use thiserror::Error;
 
-use crate::config::{DriveConfig, GcPolicy, Media, Placement};
+use crate::config::{DriveConfig, GcPolicy, Media, Placement, StreamInference};
 use crate::error::ConfigError;
 use crate::firmware::Firmware;
 use crate::units::ByteSize;
@@ -141,6 +141,8 @@ pub struct DriveOverrides {
     pub streams: Option<u8>,
     /// A GC frontier of its own ([`crate::config::Placement::gc_frontier`]).
     pub gc_frontier: Option<bool>,
+    /// Stream inference ([`crate::config::Placement::infer`]).
+    pub stream_infer: Option<StreamInference>,
     /// Dynamic wear levelling ([`crate::config::WearConfig::dynamic`]).
     pub wear_dynamic: Option<bool>,
     /// Static wear levelling's spread, `Some(None)` for off
@@ -208,6 +210,15 @@ impl DriveOverrides {
         }
         if let Some(g) = self.gc_frontier {
             cfg.placement.gc_frontier = g;
+        }
+        if let Some(i) = self.stream_infer {
+            if i != StreamInference::Off && cfg.placement.streams < 2 {
+                return Err(setting("--stream-infer")(ConfigError::invalid(
+                    "placement.infer",
+                    "needs placement.streams of 2 or more (give --streams)",
+                )));
+            }
+            cfg.placement.infer = i;
         }
         if let Some(d) = self.wear_dynamic {
             cfg.wear.dynamic = d;
@@ -294,6 +305,7 @@ mod tests {
             firmware: None,
             streams: None,
             gc_frontier: None,
+            stream_infer: None,
             wear_dynamic: None,
             wear_static: None,
         }

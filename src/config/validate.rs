@@ -2,7 +2,7 @@
 //! TOML field it came from (the command-line overrides map those names
 //! onto their flags).
 
-use super::{DriveConfig, Placement, DEFAULT_LOW_WATERMARK};
+use super::{DriveConfig, Placement, StreamInference, DEFAULT_LOW_WATERMARK};
 use crate::error::ConfigError;
 
 /// Most channels a config may have: far beyond any controller (the SF-2281
@@ -83,6 +83,14 @@ impl DriveConfig {
         }
         if !(1..=Placement::MAX_STREAMS).contains(&self.placement.streams) {
             return Err(ConfigError::invalid("placement.streams", "must be from 1 to 8"));
+        }
+        if let StreamInference::Recency { window_milli } = self.placement.infer {
+            if !(1..=StreamInference::MAX_WINDOW_MILLI).contains(&window_milli) {
+                return Err(ConfigError::invalid("placement.infer", "its window must be 0.001 to 1000 drive-writes"));
+            }
+            if self.placement.streams < 2 {
+                return Err(ConfigError::invalid("placement.infer", "needs placement.streams of 2 or more"));
+            }
         }
         if self.wear.static_spread == Some(0) {
             return Err(ConfigError::invalid("wear.static_spread", "must be at least 1 (or absent: off)"));

@@ -12,10 +12,11 @@
 
 use thiserror::Error;
 
-use crate::config::{DriveConfig, Media};
+use crate::config::{DriveConfig, Media, StreamInference};
 use crate::datapath::chunk_bytes::ChunkBytes;
 use crate::datapath::chunks::ChunkStore;
 use crate::ftl::map::L2pMap;
+use crate::ftl::recency::RecencyTable;
 use crate::ftl::space::Space;
 use crate::nand::NandArray;
 use crate::units::ByteSize;
@@ -73,6 +74,11 @@ impl MemoryEstimate {
                 name: "block state and summaries",
                 bytes: blocks * Space::bytes_per_block(per_block) + NandArray::bytes_for(g),
                 grows_with: "--capacity, --op, --pages-per-block",
+            },
+            Part {
+                name: "stream recency stamps",
+                bytes: if config.placement.infer == StreamInference::Off { 0 } else { RecencyTable::bytes_for(units) },
+                grows_with: "--stream-infer, --capacity",
             },
             Part { name: "stored data", bytes: stored, grows_with: "--media memory, --capacity" },
         ];

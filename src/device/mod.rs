@@ -13,7 +13,7 @@
 //! TRIM unmaps whole units the same way. GC moves live chunks and updates
 //! the chunk store only, never the map.
 
-use crate::config::{DriveConfig, Media};
+use crate::config::{DriveConfig, Media, StreamInference};
 use crate::datapath::chunk_bytes::ChunkBytes;
 use crate::datapath::chunks::ChunkStore;
 use crate::datapath::pipeline::{EncodedBatch, Encoder};
@@ -21,6 +21,7 @@ use crate::datapath::tape::{Tape, TapeSlot};
 use crate::error::{ConfigError, DriveError};
 use crate::ftl::map::L2pMap;
 use crate::ftl::map_cache::MapCache;
+use crate::ftl::recency::RecencyTable;
 use crate::ftl::space::Space;
 use crate::nand::{NandArray, NandOp};
 use crate::timing::Timeline;
@@ -114,6 +115,21 @@ pub struct Drive {
     stream_hints: Vec<(u64, u8)>,
     /// The encoding tape writes record to or play back from, if any.
     tape: TapeSlot,
+    /// Last-write stamps of the units when the drive infers streams
+    /// (`placement.infer`); they replace the host's hints.
+    recency: Option<RecencyTable>,
+}
+
+/// The recency table `config` asks for, its window in host unit writes.
+fn recency_table(config: &DriveConfig) -> Option<RecencyTable> {
+    match config.placement.infer {
+        StreamInference::Off => None,
+        StreamInference::Recency { window_milli } => {
+            let units = config.logical_units();
+            let window = units.saturating_mul(u64::from(window_milli)) / 1000;
+            Some(RecencyTable::new(units, window, config.placement.streams))
+        }
+    }
 }
 
 impl Drive {
@@ -155,13 +171,13 @@ impl Drive {
             gc_moved: Vec::new(),
             ops_spare: Vec::new(),
             stream_hints: Vec::new(),
+            recency: recency_table(&config),
             victim_scratch: Vec::new(),
             tape: TapeSlot::default(),
             config,
         })
     }
 
-    /// The drive's configuration.
     /// Sets the host's write-stream hints (like NVMe stream ids or fio's
     /// `write_hint`): `(first unit, stream)` pairs, each reaching to the
     /// next, units before the first in stream 0. New data of a unit goes
@@ -178,8 +194,13 @@ impl Drive {
         Ok(())
     }
 
-    /// The write frontier of new data for `lpn`: its hinted stream.
-    fn host_frontier(&self, lpn: Lpn) -> usize {
+    /// The write frontier of a host write of `lpn`: the stream inferred
+    /// from its recency when the drive infers streams (counting the
+    /// write), else its hinted stream.
+    fn host_frontier(&mut self, lpn: Lpn) -> usize {
+        if let Some(t) = &mut self.recency {
+            return usize::from(t.write(lpn));
+        }
         let i = self.stream_hints.partition_point(|&(first, _)| first <= lpn.0);
         i.checked_sub(1).map_or(0, |i| usize::from(self.stream_hints[i].1))
     }
@@ -197,6 +218,7 @@ impl Drive {
         }
     }
 
+    /// The drive's configuration.
     pub fn config(&self) -> &DriveConfig {
         &self.config
     }

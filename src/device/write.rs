@@ -224,6 +224,7 @@ impl Drive {
             let enc = batch.units()[i];
             self.clock += 1;
             self.counters.host_write_units += 1;
+            let frontier = self.host_frontier(*lpn);
             let id = match self.chunks.find(&enc.fingerprint) {
                 Some(id) => {
                     self.chunks.incref(id);
@@ -233,7 +234,7 @@ impl Drive {
                 None => {
                     self.foreground_gc()?;
                     let stored = self.keeps_data().then(|| batch.stored(i, data));
-                    let id = self.place_new(enc.fingerprint, enc.len, stored, self.host_frontier(*lpn))?;
+                    let id = self.place_new(enc.fingerprint, enc.len, stored, frontier)?;
                     self.counters.new_chunks += 1;
                     self.counters.new_raw_bytes += data.len() as u64;
                     self.counters.new_stored_bytes += u64::from(enc.len);

@@ -11,7 +11,7 @@
 
 use serde::Serialize;
 
-use crate::config::{DriveConfig, GcPolicy};
+use crate::config::{DriveConfig, GcPolicy, StreamInference};
 use crate::content::pattern::{unit_seed, DataSpec, PatternGen};
 use crate::content::Content;
 use crate::device::{Drive, Stats};
@@ -208,9 +208,11 @@ pub fn run_with(
     let mut access = SlotStream::new(spec.access, slots, unit_seed(seed, 2))?;
     let mut writer = Writer::new(drive.needs_content(), spec.request_bytes);
     // With streams, a hot/cold workload tells the drive which units are
-    // hot (stream 1), as a host with stream ids would.
+    // hot (stream 1), as a host with stream ids would, unless the drive
+    // infers streams itself; either way the two-pool model applies.
     let separated = cfg.placement.streams >= 2 && access.hot_slots().is_some();
-    if let (true, Some(hot)) = (separated, access.hot_slots()) {
+    let hinted = separated && cfg.placement.infer == StreamInference::Off;
+    if let (true, Some(hot)) = (hinted, access.hot_slots()) {
         let hot_units = hot * spec.request_bytes / u64::from(cfg.unit_bytes);
         drive.set_stream_hints(vec![(Lpn(0), 1), (Lpn(hot_units), 0)])?;
     }

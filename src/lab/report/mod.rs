@@ -21,6 +21,7 @@ mod check;
 mod host_parts;
 mod parts;
 mod render;
+mod wa_parts;
 
 pub use check::{Criterion, Kind, Verdict, DESNOYERS_2012, FORCE_GS_2012, IMPROV_2009, RAID_2012};
 use host_parts::*;
@@ -52,7 +53,7 @@ impl std::str::FromStr for Scale {
 }
 
 /// The parts, in report order.
-pub const PARTS: [&str; 7] = ["wa", "corpora", "torture", "atto", "raid", "optimizer", "smart"];
+pub const PARTS: [&str; 8] = ["wa", "wa-policies", "corpora", "torture", "atto", "raid", "optimizer", "smart"];
 
 /// One line of a comparison: a reference (a review's figure, or a model's
 /// prediction) beside ours, the criterion ours must meet and the verdict.
@@ -232,6 +233,7 @@ pub fn reproduce(
         let t = Instant::now();
         let mut part = match *name {
             "wa" => wa_part(dir, scale, seed, &mut tick),
+            "wa-policies" => wa_parts::wa_policies_part(dir, scale, seed, &mut tick),
             "corpora" => corpora_part(dir, scale, seed, &mut tick),
             "torture" => torture_part(dir, scale, seed, &mut tick, &mut tortures),
             "atto" => atto_part(dir, scale, seed, &mut tick, &mut tortures),
