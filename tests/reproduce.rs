@@ -30,7 +30,6 @@ use duraflash::lab::report::{fmt_ours, Kind, Report, Verdict};
 const KNOWN_DISAGREEMENTS: &[(&str, &str)] = &[
     ("torture", "sf-3.x incompressible: write after TRIM / clean"),
     ("torture", "sf-5.0.3 incompressible: write after TRIM / clean"),
-    ("torture", "sf-5.0.2: read after TRIM, incompressible / compressible"),
     ("atto", "sf-3.x: ATTO read tortured / clean"),
     ("atto", "sf-5.0.2: ATTO read tortured / clean"),
     ("atto", "sf-5.0.3: ATTO read tortured / clean"),
