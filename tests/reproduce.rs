@@ -5,9 +5,8 @@
 //! known disagreements, and each of those still disagrees (the list only
 //! shrinks). A part that fails is reported and the others still run.
 //!
-//! The tiny scale gives the quick scale's verdicts on every row (checked
-//! when the list was made: `reproduce --scale quick` and `--scale tiny`
-//! disagree on the same rows) in a fraction of its time.
+//! The tiny scale gives the quick scale's verdicts on every row but the
+//! three ATTO rows (see [`KNOWN_DISAGREEMENTS`]) in a fraction of its time.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -27,6 +26,11 @@ use duraflash::lab::report::{fmt_ours, Kind, Report, Verdict};
 /// go to the die with the fewest free blocks (`ftl::victim::tie_key`), as
 /// a firmware that stripes over dies does; what is left is the erase time
 /// (about 1 %). A scale-free cause of the review's loss is still missing.
+///
+/// The three ATTO read rows agree at the quick scale (0.713 of clean at
+/// 1 GiB since a read with one unit out of place is served unit by unit:
+/// ATTO's fresh file there shares open blocks with GC's relocations) and
+/// not on the 256 MiB tiny model (1.000): a scale dependence still open.
 const KNOWN_DISAGREEMENTS: &[(&str, &str)] = &[
     ("torture", "sf-3.x incompressible: write after TRIM / clean"),
     ("torture", "sf-5.0.3 incompressible: write after TRIM / clean"),

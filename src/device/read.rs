@@ -66,7 +66,7 @@ impl Drive {
     /// register, at most `read_window` page reads in flight; a request
     /// whose units do not all continue one another's placement is served
     /// unit by unit, each unit after the first costing `read_piece_ns` of
-    /// firmware set-up (see [`unit_by_unit`] and
+    /// firmware set-up (see `unit_by_unit` and
     /// [`crate::DriveConfig::read_piece_ns`]);
     /// each unit is decompressed and crosses the host link as soon as its
     /// data is in (`schedule.rs` books it).
