@@ -68,12 +68,13 @@ pub struct TimingParams {
     /// Page reads one command may have in flight; `None` overlaps all of
     /// them across dies. Applies only with the read-degradation quirk.
     pub read_window: Option<u32>,
-    /// Firmware time (ns) to set up each further physically separate piece
-    /// of a read: a unit that does not continue the previous unit's
-    /// placement (the next bytes of the same block, or the next die of the
-    /// write stripe) is looked up and programmed into the NAND sequencer
-    /// and decompression engine on its own. The first piece rides on the
-    /// command's own setup. Applies only with the read-degradation quirk.
+    /// Firmware time (ns) to set up each further piece of a read that is
+    /// served unit by unit: when one of its units does not continue the
+    /// previous unit's placement (the next bytes of the same block, or the
+    /// next die of the write stripe), every unit is looked up and
+    /// programmed into the NAND sequencer and decompression engine on its
+    /// own. The first rides on the command's own setup. Applies only with
+    /// the read-degradation quirk.
     #[serde(default)]
     pub read_piece_ns: u64,
     /// How far (ns) background work on a die may fall behind host work

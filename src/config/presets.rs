@@ -20,12 +20,15 @@ pub const SF2281_MAP_CACHE_BYTES: u64 = 4 << 20;
 /// SF-2281 firmware time per further piece of a read (see
 /// [`TimingParams::read_piece_ns`]). The one figure fitted to a degraded
 /// state: the review's tortured HD Tach read (182 MB/s), on the 1 GiB
-/// model `reproduce` runs (181.4 MB/s). Refitted from 20 µs when resources
-/// began serving work in time order: reads overlapped better and 20 µs gave
-/// 187.4 MB/s. Everything else
+/// model `reproduce` runs. Refitted from 20 µs to 21 µs when resources
+/// began serving work in time order (reads overlapped better: 20 µs gave
+/// 187.4 MB/s), and back to 20 µs when a read with one unit out of place
+/// began to be served wholly unit by unit (`device::read`: 21 µs then gave
+/// 174.3 MB/s, as the reads' few units that still continued their
+/// neighbours were charged too). Everything else
 /// about degraded reads (recovery after TRIM, half-span torture, ATTO,
 /// other data) follows from where the data sits.
-pub const SF2281_READ_PIECE_NS: u64 = 21_000;
+pub const SF2281_READ_PIECE_NS: u64 = 20_000;
 
 impl DriveConfig {
     /// A built-in preset by name.

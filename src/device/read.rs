@@ -63,9 +63,11 @@ impl Drive {
     /// NAND page the request's units sit in is sensed once (units packed in
     /// a page share the read; unmapped units and units still in the page
     /// buffer cost none) and each unit's bytes are clocked out of the page
-    /// register, at most `read_window` page reads in flight; each unit that
-    /// does not continue the previous one's placement costs `read_piece_ns`
-    /// of firmware set-up first (see [`crate::DriveConfig::read_piece_ns`]);
+    /// register, at most `read_window` page reads in flight; a request
+    /// whose units do not all continue one another's placement is served
+    /// unit by unit, each unit after the first costing `read_piece_ns` of
+    /// firmware set-up (see `unit_by_unit` and
+    /// [`crate::DriveConfig::read_piece_ns`]);
     /// each unit is decompressed and crosses the host link as soon as its
     /// data is in (`schedule.rs` books it).
     pub fn read_on(
@@ -129,6 +131,7 @@ impl Drive {
                 }
             }
         }
+        unit_by_unit(&mut plan);
         let submitted = queue.submit_time();
         let (done, nand_reads) = self.time_read(submitted, &plan);
         self.counters.host_page_reads += nand_reads;
@@ -136,5 +139,25 @@ impl Drive {
         queue.complete(submitted, done);
         self.now = self.now.max(done);
         Ok(want_data.then_some(out))
+    }
+}
+
+/// A request whose units all continue one another's placement is one
+/// sequenced run: its first unit's set-up carries it. One unit placed
+/// elsewhere breaks the run, and the firmware then serves the whole
+/// request unit by unit: every mapped unit after the first is a piece of
+/// its own (`read_piece_ns` each, when the quirk charges it). The cost of
+/// a broken request does not depend on how many of its units moved, so
+/// read degradation saturates once nearly every request holds one moved
+/// unit (a 32-unit read after random writes over a quarter of the span),
+/// as the review's does: the same after-TRIM read with compressible and
+/// with incompressible data, whose 20 minutes of torture cover far fewer
+/// units (issue 20).
+fn unit_by_unit(plan: &mut ReadPlan) {
+    if !plan.units.iter().any(|u| u.chunk.as_ref().is_some_and(|c| c.new_piece)) {
+        return;
+    }
+    for c in plan.units.iter_mut().filter_map(|u| u.chunk.as_mut()).skip(1) {
+        c.new_piece = true;
     }
 }

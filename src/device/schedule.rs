@@ -61,7 +61,7 @@ pub(super) struct UnitRead {
 /// What reading a mapped unit's chunk takes.
 pub(super) struct ChunkRead {
     pub(super) extent: NandExtent,
-    /// It does not continue the previous mapped unit's placement.
+    /// It is set up as a piece of its own (see `read::unit_by_unit`).
     pub(super) new_piece: bool,
     /// The map page to read first, on a map-cache miss.
     pub(super) map_page: Option<u64>,

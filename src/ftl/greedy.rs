@@ -1,13 +1,15 @@
 //! The greedy victim index: sealed blocks bucketed by live bytes.
 //!
-//! Greedy GC cleans the sealed block with the fewest live bytes (the oldest
-//! seal first among equals) that has any dead bytes. Every invalidation
+//! Greedy GC cleans the sealed block with the fewest live bytes (among
+//! equals, by [`victim::tie_key`]) that has any dead bytes. Every invalidation
 //! lowers some block's live bytes, so the index must make that update
 //! cheap: a block moves between buckets of `2^shift` live bytes in O(1),
 //! and finding the victim scans only the lowest bucket that holds a
 //! reclaimable block. Buckets are ordered by live bytes, so the exact
 //! minimum is in that bucket. An ordered tree gave the same choice but
 //! cost a removal and an insertion on every host overwrite.
+
+use crate::ftl::victim;
 
 /// Buckets per index (at most): the shift is chosen to keep them this few.
 /// Coarse enough that most invalidations leave a block in its bucket (a
@@ -28,9 +30,6 @@ struct Entry {
 impl Entry {
     fn reclaimable(&self) -> bool {
         self.live < self.data
-    }
-    fn key(&self) -> (u32, u64) {
-        (self.live, self.seq)
     }
 }
 
@@ -137,14 +136,19 @@ impl GreedyIndex {
         self.len -= 1;
     }
 
-    /// The reclaimable block with the fewest live bytes, oldest seal first.
-    pub fn victim(&self) -> Option<u32> {
+    /// The reclaimable block with the fewest live bytes; among equals, by
+    /// [`victim::tie_key`] of `die_free` (a block's die's free blocks) and
+    /// the seal order.
+    pub fn victim(&self, die_free: impl Fn(u32) -> u32) -> Option<u32> {
         for (w, &word) in self.nonempty.iter().enumerate() {
             let mut bits = word;
             while bits != 0 {
                 let b = w * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                let best = self.buckets[b].iter().filter(|e| e.reclaimable()).min_by_key(|e| e.key());
+                let best = self.buckets[b]
+                    .iter()
+                    .filter(|e| e.reclaimable())
+                    .min_by_key(|e| (e.live, victim::tie_key(die_free(e.block), e.seq)));
                 if let Some(e) = best {
                     return Some(e.block);
                 }
@@ -238,14 +242,16 @@ mod tests {
                     _ => {}
                 }
                 prop_assert!(index.check().is_ok());
+                // Eight blocks a die; die d has (d x 3) % 5 free blocks.
+                let die_free = |b: u32| (b / 8 * 3) % 5;
                 let want = blocks
                     .iter()
                     .enumerate()
                     .filter_map(|(b, e)| e.map(|(l, d, s)| (l, d, s, b as u32)))
                     .filter(|&(l, d, _, _)| l < d)
-                    .min_by_key(|&(l, _, s, _)| (l, s))
+                    .min_by_key(|&(l, _, s, b)| (l, die_free(b), s))
                     .map(|(_, _, _, b)| b);
-                prop_assert_eq!(index.victim(), want);
+                prop_assert_eq!(index.victim(die_free), want);
             }
         }
     }

@@ -223,6 +223,7 @@ impl Space {
             capacity_bytes: self.block_bytes,
             sealed_seq: m.sealed_seq,
             age: now.saturating_sub(m.last_write),
+            die_free: self.die_free(BlockId(i as u32)),
         })
     }
 
@@ -427,11 +428,16 @@ impl Space {
         m.live_bytes -= bytes;
     }
 
-    /// The sealed block greedy GC cleans: fewest live bytes, then oldest,
-    /// among blocks with dead chunks (see [`crate::ftl::victim`]); the same
+    /// The sealed block greedy GC cleans: fewest live bytes, then the die
+    /// with fewest free blocks, then oldest, among blocks with dead chunks (see [`crate::ftl::victim`]); the same
     /// choice as scanning every block, from an index.
     pub fn greedy_victim(&self) -> Option<BlockId> {
-        self.greedy.victim().map(BlockId)
+        self.greedy.victim(|b| self.die_free(BlockId(b))).map(BlockId)
+    }
+
+    /// Free blocks on `block`'s die.
+    fn die_free(&self, block: BlockId) -> u32 {
+        self.free[(block.0 / self.blocks_per_die) as usize].len() as u32
     }
 
     /// Rebuilds the greedy index from the blocks' `indexed` flags (after

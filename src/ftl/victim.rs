@@ -25,6 +25,20 @@ pub struct BlockView {
     pub sealed_seq: u64,
     /// Host unit writes since data was last written to the block.
     pub age: u64,
+    /// Free blocks on the block's die: the tie-break between equally cheap
+    /// victims (see [`tie_key`]).
+    pub die_free: u32,
+}
+
+/// The key that orders victims equally cheap to clean (the same live
+/// bytes, e.g. every block after a TRIM of the whole span): the die with
+/// the fewest free blocks first, then the older seal. Writes are striped
+/// page by page over the dies and a die with no free block drops out of
+/// the stripe, so a firmware that stripes refills the die that runs out
+/// first; erasing the oldest block wherever it sits starves some dies
+/// while others hoard erased blocks (issue 20, row "write after TRIM").
+pub fn tie_key(die_free: u32, sealed_seq: u64) -> (u32, u64) {
+    (die_free, sealed_seq)
 }
 
 impl BlockView {
@@ -48,18 +62,22 @@ impl BlockView {
 }
 
 /// Picks the block `policy` would clean, or `None` when no block holds
-/// any reclaimable space. Ties go to the older block, so the choice is
-/// deterministic whatever the view's order. `draw` seeds the sampling of
+/// any reclaimable space. Ties go by [`tie_key`] (the die with fewer free
+/// blocks, then the older block), so the choice is deterministic whatever
+/// the view's order. `draw` seeds the sampling of
 /// `d-choices` (the caller derives it from the drive's seed); the other
 /// policies ignore it.
 pub fn choose(policy: GcPolicy, views: impl IntoIterator<Item = BlockView>, draw: u64) -> Option<BlockId> {
     let candidates = views.into_iter().filter(BlockView::reclaimable);
-    let fewest_live = |v: &BlockView| (v.live_bytes, v.sealed_seq);
+    let fewest_live = |v: &BlockView| (v.live_bytes, tie_key(v.die_free, v.sealed_seq));
     let best = match policy {
         GcPolicy::Greedy => candidates.min_by_key(fewest_live),
         GcPolicy::Fifo => candidates.min_by_key(|v| v.sealed_seq),
-        GcPolicy::CostBenefit => candidates
-            .max_by(|a, b| a.cost_benefit().total_cmp(&b.cost_benefit()).then(b.sealed_seq.cmp(&a.sealed_seq))),
+        GcPolicy::CostBenefit => candidates.max_by(|a, b| {
+            a.cost_benefit()
+                .total_cmp(&b.cost_benefit())
+                .then(tie_key(b.die_free, b.sealed_seq).cmp(&tie_key(a.die_free, a.sealed_seq)))
+        }),
         GcPolicy::DChoices(d) => {
             // Sample min(d, n) distinct blocks uniformly (a partial
             // Fisher-Yates shuffle) and keep the emptiest. The view's order
@@ -99,7 +117,23 @@ mod tests {
             capacity_bytes: 100,
             sealed_seq: seq,
             age,
+            die_free: 0,
         }
+    }
+
+    #[test]
+    fn equally_cheap_victims_go_to_the_die_with_fewest_free_blocks() {
+        // Every block dead, as after a TRIM of the whole span: the oldest
+        // sits on a die with free blocks to spare, so a starved die wins.
+        let dead = |block, seq, die_free| BlockView { die_free, ..view(block, 0, seq, 0) };
+        let v = [dead(0, 0, 5), dead(1, 1, 0), dead(2, 2, 0), dead(3, 3, 2)];
+        for p in [GcPolicy::Greedy, GcPolicy::CostBenefit, GcPolicy::DChoices(10), GcPolicy::Windowed(10)] {
+            assert_eq!(choose(p, v, 0), Some(BlockId(1)), "{p}: starved die, then oldest");
+        }
+        assert_eq!(choose(GcPolicy::Fifo, v, 0), Some(BlockId(0)), "FIFO is blind to dies");
+        // The tie-break never outranks live bytes.
+        let cheaper = [BlockView { die_free: 9, ..view(0, 10, 0, 0) }, view(1, 20, 1, 0)];
+        assert_eq!(choose(GcPolicy::Greedy, cheaper, 0), Some(BlockId(0)));
     }
 
     #[test]

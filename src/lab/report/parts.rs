@@ -200,12 +200,16 @@ pub(super) fn torture_part(
         "torture",
         "The SandForce TRIM bug and its fix (HD Tach)",
         "AnandTech 2012, Corsair Force GS 240 GB (SF-2281, firmware 5.0.x): seed notes section 3",
-        "Random-write torture scatters each unit of a sequential range into a different place; the DRAM-less \
-         SF-2281 sets up every such piece on its own (firmware time per piece) and keeps few page reads in \
-         flight, so sequential reads fall while writes, landing in half-empty compressed blocks, hold up. \
-         Firmware 5.0.2 keeps only 15 bits of each TRIM range's 16-bit length, so Windows' 65535-sector \
-         format ranges unmap half their sectors, the same half every time; 5.0.3 and 3.x unmap everything. \
-         Incompressible data fills the array, so after TRIM the write sweep waits for GC.",
+        "Random-write torture scatters units of a sequential range into other places; the DRAM-less \
+         SF-2281 serves a read with one unit out of place unit by unit (firmware time per unit) and keeps \
+         few page reads in flight, so sequential reads fall while writes, landing in half-empty compressed \
+         blocks, hold up. One moved unit in a request is enough, so the loss saturates early, and \
+         incompressible torture, which covers far fewer LBAs in its 20 minutes, reads as compressible \
+         torture does. Firmware 5.0.2 keeps only 15 bits of each TRIM range's 16-bit length, so Windows' \
+         65535-sector format ranges unmap half their sectors, the same half every time; 5.0.3 and 3.x \
+         unmap everything. Incompressible data fills the array, so after TRIM the write sweep erases as it \
+         goes; GC breaks ties between dead blocks by the die with the fewest free blocks, so no die drops \
+         out of the write stripe.",
     );
     fill(part, |part| {
         let runs = run_tortures(scale, seed, tick)?;
