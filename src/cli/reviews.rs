@@ -11,7 +11,7 @@ use duraflash::device::Stats;
 use duraflash::host::smart::Smart;
 use duraflash::lab::plot::{LineChart, Series};
 use duraflash::lab::torture::{self, Duration, TortureData, TortureReport, TortureSpec};
-use duraflash::lab::wa::{self, WaReport, WaSpec};
+use duraflash::lab::wa::{self, ModelPoint, WaReport, WaSpec};
 use duraflash::workload::access::Access;
 use duraflash::workload::job::{fill_spec, run_job};
 use duraflash::workload::review::{self, AttoPoint, HdTach, IometerPoint};
@@ -143,6 +143,16 @@ pub(crate) fn wa_summary(cfg: &DriveConfig, r: &WaReport) -> String {
         st.wear_victims
     );
     match &r.model {
+        Some(ModelPoint { uniform: false, policy: Some(p), alpha, write_cost, .. }) => {
+            s += &format!(
+                "model      {} for this workload {p:.3}  (alpha {alpha:.4}, {write_cost:.3} stored bytes per host byte)\n",
+                name(&cfg.gc.policy)
+            );
+            s += &format!("           measured / model = {:.3}\n", r.waf / p);
+        }
+        Some(ModelPoint { uniform: false, .. }) => {
+            s += &format!("model      n/a ({} has no model under this workload)\n", name(&cfg.gc.policy));
+        }
         Some(m) => {
             s += &format!(
                 "model      greedy {:.3}, FIFO {:.3}  (alpha {:.4}, {:.0} chunks/block, live data {:.3} of logical, \

@@ -99,6 +99,9 @@ pub struct ModelPoint {
     /// Stored bytes of new chunks per host byte written in the measured
     /// phase: what a host write costs before GC (compression x dedup).
     pub write_cost: f64,
+    /// The writes were uniform: the greedy, FIFO and random models below
+    /// assume it; otherwise only `policy` and `hot_cold_optimal` apply.
+    pub uniform: bool,
     /// Desnoyers' greedy model: `write_cost` x WA_greedy(alpha, chunks per block).
     pub greedy: f64,
     /// The LRW/FIFO model: `write_cost` x WA_fifo(alpha).
@@ -109,7 +112,8 @@ pub struct ModelPoint {
     /// `write_cost` x: greedy's [`analytic::wa_greedy_mean_field`], FIFO's
     /// [`analytic::wa_fifo`], d-choices' [`analytic::wa_d_choices`]; none
     /// for cost-benefit and windowed greedy. Hot/cold writes separated
-    /// into two streams under greedy: [`analytic::wa_hot_cold_shared_greedy`].
+    /// into two streams under greedy: [`analytic::wa_hot_cold_shared_greedy`];
+    /// mixed in one stream under FIFO: [`analytic::wa_fifo_hot_cold`].
     pub policy: Option<f64>,
     /// Hot/cold writes separated into two streams: the two-pool model
     /// with the spare split to minimise WA (greedy in each pool), what the
@@ -264,7 +268,10 @@ pub fn run_with(
     let host_bytes = after.host_write_bytes - before.host_write_bytes;
     let nand_bytes = after.nand_bytes_programmed - before.nand_bytes_programmed;
     let geometry = &cfg.geometry;
-    let modelled = matches!(spec.access, Access::Uniform) || separated;
+    let fifo = cfg.gc.policy == GcPolicy::Fifo;
+    let uniform = matches!(spec.access, Access::Uniform);
+    let mixed_fifo = matches!(spec.access, Access::HotCold { .. }) && !separated && fifo;
+    let modelled = uniform || separated || mixed_fifo;
     let model = (modelled && spec.trim_pct == 0 && sampler.n > 0).then(|| {
         let unwritten = sampler.unwritten / sampler.n as f64;
         let live = sampler.live / sampler.n as f64;
@@ -275,6 +282,7 @@ pub fn run_with(
         let write_cost = (after.new_stored_bytes - before.new_stored_bytes) as f64 / host_bytes as f64;
         let np = chunks_per_block.round().max(1.0) as u32;
         ModelPoint {
+            uniform,
             alpha,
             chunks_per_block,
             reduction,
@@ -283,12 +291,15 @@ pub fn run_with(
             fifo: write_cost * analytic::wa_fifo(alpha),
             random: write_cost * analytic::wa_random(alpha),
             policy: match spec.access {
+                Access::HotCold { hot, writes } if mixed_fifo => {
+                    Some(write_cost * analytic::wa_fifo_hot_cold(alpha, hot, writes))
+                }
                 Access::HotCold { hot, writes } => (cfg.gc.policy == GcPolicy::Greedy)
                     .then(|| write_cost * analytic::wa_hot_cold_shared_greedy(alpha, hot, writes, np).0),
                 _ => policy_model(cfg.gc.policy, alpha, np).map(|wa| write_cost * wa),
             },
             hot_cold_optimal: match spec.access {
-                Access::HotCold { hot, writes } => {
+                Access::HotCold { hot, writes } if separated => {
                     let pool = |a| analytic::wa_greedy_mean_field(a, np);
                     Some(write_cost * analytic::wa_hot_cold_optimal(alpha, hot, writes, pool).0)
                 }

@@ -127,6 +127,51 @@ pub fn wa_hot_cold_shared_greedy(alpha: f64, f: f64, r: f64, pages_per_block: u3
     (1.0, f)
 }
 
+/// WA of FIFO / LRW cleaning when hot and cold writes share the open
+/// blocks (no separation): a fraction `f` of the logical pages receives a
+/// fraction `r` of the writes, uniform inside each part.
+///
+/// A page written at the head of the log reaches its tail after the whole
+/// physical space has been written once more, `alpha U / A` host writes
+/// later, and survives to be copied with probability
+/// `s_p = exp(-lambda_p alpha / A)`, `lambda_p` its part's writes per
+/// logical page (`r / f` hot, `(1 - r) / (1 - f)` cold). Each host write of
+/// a part's page is then programmed `1 / (1 - s_p)` times on average, so
+///
+/// `A = r / (1 - s_h) + (1 - r) / (1 - s_c)`,
+///
+/// solved here by bisection (the right-hand side grows more slowly than
+/// `A` past the root). With `f = r` it is [`super::wa_fifo`]. Source:
+/// P. Desnoyers, "Analytic Modeling of SSD Write Performance", SYSTOR 2012
+/// (LRW under non-uniform traffic, exact as the block count grows), in
+/// this fixed-point form. Skew makes FIFO worse than uniform writes: cold
+/// pages survive nearly every pass and are copied again and again.
+/// NaN when `alpha <= 1` or the fractions are outside (0, 1).
+#[must_use]
+pub fn wa_fifo_hot_cold(alpha: f64, f: f64, r: f64) -> f64 {
+    if !valid(alpha, f, r) {
+        return f64::NAN;
+    }
+    let parts = [(r, r / f), (1.0 - r, (1.0 - r) / (1.0 - f))];
+    let excess = |a: f64| parts.iter().map(|&(w, lambda)| w / -(-lambda * alpha / a).exp_m1()).sum::<f64>() - a;
+    let (mut lo, mut hi) = (1.0, 2.0);
+    while excess(hi) > 0.0 {
+        (lo, hi) = (hi, 2.0 * hi);
+        if hi > 1e12 {
+            return f64::INFINITY;
+        }
+    }
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if excess(mid) > 0.0 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
 fn valid(alpha: f64, f: f64, r: f64) -> bool {
     alpha > 1.0 && f > 0.0 && f < 1.0 && r > 0.0 && r < 1.0
 }
@@ -159,10 +204,23 @@ mod tests {
     }
 
     #[test]
+    fn fifo_mixed_equals_uniform_without_skew_and_worsens_with_it() {
+        for alpha in [1.07, 1.15, 1.28] {
+            let same = wa_fifo_hot_cold(alpha, 0.3, 0.3);
+            assert!((same / wa_fifo(alpha) - 1.0).abs() < 1e-9, "{alpha}: {same} vs {}", wa_fifo(alpha));
+            let mild = wa_fifo_hot_cold(alpha, 0.2, 0.8);
+            let strong = wa_fifo_hot_cold(alpha, 0.1, 0.9);
+            assert!(wa_fifo(alpha) < mild && mild < strong, "{alpha}: {} < {mild} < {strong}", wa_fifo(alpha));
+        }
+    }
+
+    #[test]
     fn nonsense_is_nan() {
         assert!(wa_hot_cold_optimal(1.0, 0.2, 0.8, wa_fifo).0.is_nan());
         assert!(wa_hot_cold_optimal(1.2, 1.5, 0.8, wa_fifo).0.is_nan());
         assert!(wa_hot_cold_shared_greedy(1.2, 0.2, 0.0, 32).0.is_nan());
+        assert!(wa_fifo_hot_cold(1.0, 0.2, 0.8).is_nan());
+        assert!(wa_fifo_hot_cold(1.2, 0.2, 1.0).is_nan());
         assert!(wa_hot_cold_shared_greedy(0.9, 0.2, 0.8, 32).0.is_nan());
     }
 

@@ -1,7 +1,8 @@
 //! Analytic write-amplification (WA) models for random single-page (4 KiB)
 //! overwrites, used as reference values to validate the simulator: FIFO /
 //! LRW and greedy here, random and d-choices selection (`choices`), and
-//! hot/cold writes with perfect separation (`hotcold`).
+//! hot/cold writes with perfect separation and FIFO with them mixed
+//! (`hotcold`).
 //!
 //! This module owns pure, allocation-free closed forms only; it knows nothing
 //! about the FTL itself.
@@ -27,7 +28,7 @@ mod choices;
 mod hotcold;
 
 pub use choices::{wa_d_choices, wa_random};
-pub use hotcold::{wa_hot_cold_optimal, wa_hot_cold_shared_greedy};
+pub use hotcold::{wa_fifo_hot_cold, wa_hot_cold_optimal, wa_hot_cold_shared_greedy};
 
 /// Principal branch `W0(x)` of the Lambert W function (`w * e^w = x`,
 /// `w >= -1`), by Halley iteration; `None` for `x < -1/e` or NaN.

@@ -18,6 +18,9 @@ const VAN_HOUDT_2013: &str = "Benny Van Houdt, \"A Mean Field Model for a Class 
                               in Flash-based Solid State Drives\", SIGMETRICS 2013";
 /// Desnoyers' FIFO (LRW) result and hot/cold analysis.
 const DESNOYERS_FIFO: &str = "Peter Desnoyers, \"Analytic Modeling of SSD Write Performance\", SYSTOR 2012, Eq. 4";
+/// Desnoyers' LRW model under non-uniform traffic.
+const DESNOYERS_LRW_SKEW: &str = "Peter Desnoyers, \"Analytic Modeling of SSD Write Performance\", SYSTOR 2012 \
+                                  (LRW cleaning under hot/cold traffic, exact for many blocks)";
 const DESNOYERS_HOTCOLD: &str = "Peter Desnoyers, \"Analytic Models of SSD Write Performance\", ACM TOS 2014 \
                                  (two separated pools, equal victims), with Van Houdt's per-level view";
 /// Hu et al., for the comparison of greedy with FIFO-like cleaning.
@@ -178,6 +181,16 @@ pub(super) fn wa_policies_part(dir: &Path, scale: Scale, seed: u64, tick: &mut d
         let fifo_uniform = sweep::run_point(&hot, &point(21, GcPolicy::Fifo, "uniform"), pre, measure)?;
         let greedy_uniform = sweep::run_point(&hot, &point(22, GcPolicy::Greedy, "uniform"), pre, measure)?;
         tick(1.0);
+        let lrw = fifo.model_policy.ok_or_else(|| StudyError::Violation("mixed FIFO hot/cold has a model".into()))?;
+        part.rows.push(Row::new(
+            format!("{wl} mixed, FIFO: WAF"),
+            format!("LRW under hot/cold traffic, A = sum r_p / (1 - e^(-lambda_p alpha / A)): {lrw:.3}"),
+            DESNOYERS_LRW_SKEW,
+            Kind::Predicted,
+            Criterion::within(lrw, MODEL_TOLERANCE),
+            fifo.waf,
+            "NAND/host bytes",
+        ));
         let uniform_gap = fifo_uniform.waf / greedy_uniform.waf;
         part.rows.push(Row::new(
             format!("{wl} mixed: FIFO / greedy WAF"),
