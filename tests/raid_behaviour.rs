@@ -104,10 +104,10 @@ fn emptied_blocks_erased_in_idle_time_restore_write_speed() {
     let hurried = hdtach(&mut rushed, 16, data, 3, &mut |_| {}).unwrap().write.avg_mbps;
     println!("after a full TRIM: write {rested:.1} MB/s rested, {hurried:.1} MB/s at once, clean {clean:.1}");
     assert!(rested >= 0.95 * clean, "rested {rested:.1} vs clean {clean:.1}");
-    // The erases cost only their time (a few %): since GC breaks ties
-    // between dead blocks by the die with the fewest free blocks, no die
-    // drops out of the write stripe (that artefact made this 0.92x).
-    assert!(hurried < rested, "without idle time the erases are paid while writing: {hurried:.1}");
+    // The erases cost only their time (about 3 % here): since GC breaks
+    // ties between dead blocks by the die with the fewest free blocks, no
+    // die drops out of the write stripe (that artefact made this 0.92x).
+    assert!(hurried < 0.99 * rested, "without idle time the erases are paid while writing: {hurried:.1}");
     assert!(d.stats().free_blocks > rushed.stats().free_blocks);
 }
 
