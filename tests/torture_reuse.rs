@@ -77,3 +77,29 @@ fn a_tape_replays_through_clones_and_images_and_refuses_other_sweeps() {
     let mut d = Drive::new(memory).unwrap();
     assert!(d.put_tape(Tape::create(&path.with_extension("2")).unwrap()).is_err(), "a drive keeping bytes");
 }
+
+/// `torture --profile` splits the run's CPU time by phase, and sampling
+/// the per-unit phases keeps its own clock reads a small part of the run
+/// (timing every 4 KiB piece made them a fifth of the full-size headline).
+#[test]
+fn the_profile_splits_the_run_by_phase_and_costs_little() {
+    let json = std::env::temp_dir().join(format!("duraflash-profile-test-{}.json", std::process::id()));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_duraflash"))
+        .args(["torture", "--capacity", "256MiB", "--quiet", "--profile", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("profile: "), "the split is printed");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&json);
+    let p = &v["profile"];
+    let s = |k: &str| p[k].as_f64().unwrap_or_else(|| panic!("{k} in {p}"));
+    for phase in ["generate_s", "lz4_s", "blake3_s"] {
+        assert!(s(phase) > 0.0, "{phase} measured: {p}");
+    }
+    let parts = ["generate_s", "lz4_s", "blake3_s", "image_s", "copy_s", "profiling_s", "simulation_s"];
+    let sum: f64 = parts.iter().map(|k| s(k)).sum();
+    assert!((sum - s("total_cpu_s")).abs() <= 0.01 * s("total_cpu_s"), "the phases add up: {sum} of {p}");
+    assert!(s("profiling_s") < 0.05 * s("total_cpu_s"), "the clock reads cost little: {p}");
+}
