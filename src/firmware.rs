@@ -16,13 +16,12 @@
 //!   its top bit: Windows' format TRIM (65535-sector ranges) unmaps 32767
 //!   sectors of each range and leaves the rest mapped. Deterministic, the
 //!   same ranges are missed on every retry, and blind to the data.
-//! - **life curve** (all SandForce profiles): DuraWrite throttles host
-//!   writes once the NAND has been written faster than its rated life
-//!   allows: the allowance is `burst_pe` full-array writes plus the rated
-//!   P/E cycles spread over `lifetime_secs`. Incompressible torture
-//!   writes several times more NAND than compressible torture (no
-//!   compression, higher WAF), crosses the curve and stays throttled; TRIM
-//!   does not give wear back.
+//! - **life curve** (a vendor option, off in every profile): SandForce's
+//!   life-time throttling spreads the rated P/E cycles over a warranty of
+//!   power-on time and, once a new drive's credits have run out, holds
+//!   writes back whenever the NAND has been written past that curve (see
+//!   [`LifeCurve`]). Only idle power-on time lets a throttled drive
+//!   recover; TRIM gives no wear back.
 //!
 //! Each quirk's code sits under its Cargo feature: a build without it runs
 //! every profile with that behaviour fixed, and [`build_quirks`] names the
@@ -35,16 +34,47 @@ use crate::error::ConfigError;
 /// Names accepted by [`Firmware::profile`].
 pub const PROFILES: [&str; 4] = ["sf-3.x", "sf-5.0.2", "sf-5.0.3", "generic"];
 
-/// SandForce's life-curve write throttle.
+/// SandForce's life-time throttling, as SandForce describes it to its
+/// vendors (XtremeSystems forums, thread "SandForce Life Time Throttling",
+/// 2011, first post): the rated P/E cycles are spread over the warranty,
+/// counted in power-on hours (the vendor picks none, 1, 3 or 5 years); a
+/// new drive has credits for a share of the warranty (2 % as standard)
+/// during which wear is never throttled; after that, writes are held back
+/// whenever the NAND has been written past the curve, until the curve
+/// catches up. The same thread's endurance testing found it enabled only
+/// on OCZ's drives (not Corsair's or Mushkin's), so no profile has it by
+/// default and the reviews' Corsair Force GS runs without it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LifeCurve {
-    /// Full-array writes allowed before the curve applies.
-    pub burst_pe: f64,
-    /// Rated life over which the rated P/E cycles may be spent (seconds).
-    pub lifetime_secs: f64,
-    /// Host write rate once throttled (bytes per second).
-    pub throttled_bytes_per_sec: u64,
+    /// Warranty over which the rated P/E cycles may be spent (years of
+    /// power-on time; the drive's clock counts power-on time from new).
+    pub warranty_years: f64,
+    /// Share of the warranty, from new, during which wear is not throttled.
+    pub credit_share: f64,
+}
+
+impl LifeCurve {
+    /// Seconds in a warranty year.
+    pub const YEAR_SECS: f64 = 365.0 * 86_400.0;
+    /// The credits SandForce ships as standard: 2 % of the warranty.
+    pub const STANDARD_CREDIT_SHARE: f64 = 0.02;
+
+    /// A curve over `years` of warranty with the standard credits.
+    pub fn warranty(years: f64) -> Self {
+        LifeCurve { warranty_years: years, credit_share: Self::STANDARD_CREDIT_SHARE }
+    }
+
+    /// Seconds of power-on time the credits last.
+    pub fn credit_secs(&self) -> f64 {
+        self.credit_share * self.warranty_years * Self::YEAR_SECS
+    }
+
+    /// NAND bytes per power-on second the curve allows on an array of
+    /// `physical_bytes` rated for `pe_cycles`.
+    pub fn bytes_per_sec(&self, physical_bytes: f64, pe_cycles: u32) -> f64 {
+        f64::from(pe_cycles) * physical_bytes / (self.warranty_years * Self::YEAR_SECS)
+    }
 }
 
 /// A firmware profile.
@@ -57,7 +87,7 @@ pub struct Firmware {
     pub read_degradation: bool,
     /// The 5.0.0-5.0.2 TRIM range-length defect.
     pub incomplete_trim: bool,
-    /// DuraWrite life-curve throttling.
+    /// Life-time throttling, when the vendor enabled it.
     pub life_curve: Option<LifeCurve>,
     /// Idle time erases blocks left with no live data (overwritten or
     /// trimmed away) past the GC watermark, ahead of need. SandForce
@@ -76,12 +106,6 @@ fn erases_ahead() -> bool {
     true
 }
 
-/// SandForce's life curve: 3 years of rated life, a burst of 4 full-array
-/// writes, throttled writes at 80 MB/s.
-fn sandforce_life_curve() -> LifeCurve {
-    LifeCurve { burst_pe: 4.0, lifetime_secs: 3.0 * 365.0 * 86_400.0, throttled_bytes_per_sec: 80_000_000 }
-}
-
 impl Firmware {
     /// A profile by name.
     pub fn profile(name: &str) -> Result<Self, ConfigError> {
@@ -89,7 +113,7 @@ impl Firmware {
             name: name.to_string(),
             read_degradation: true,
             incomplete_trim,
-            life_curve: Some(sandforce_life_curve()),
+            life_curve: None,
             idle_erase: false,
         };
         match name {
@@ -111,11 +135,11 @@ impl Firmware {
     /// [`build_quirks`]).
     pub fn validate(&self) -> Result<(), ConfigError> {
         if let Some(c) = &self.life_curve {
-            let finite = c.burst_pe.is_finite() && c.lifetime_secs.is_finite();
-            if !(finite && c.burst_pe >= 0.0 && c.lifetime_secs > 0.0 && c.throttled_bytes_per_sec > 0) {
+            let years = c.warranty_years.is_finite() && c.warranty_years > 0.0;
+            if !(years && (0.0..=1.0).contains(&c.credit_share)) {
                 return Err(ConfigError::invalid(
                     "firmware.life_curve",
-                    "needs a finite burst_pe >= 0, a finite positive lifetime_secs and a positive rate",
+                    "needs a finite positive warranty_years and a credit_share from 0 to 1",
                 ));
             }
         }

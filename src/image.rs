@@ -47,7 +47,9 @@ pub const MAGIC: [u8; 8] = *b"DURAFLSH";
 /// Version 5: memory media's bytes are stored per chunk, not per page.
 /// Version 6: serde-typed values are postcard (bincode 1 is unmaintained).
 /// Version 7: the drive counters count wear levelling's moves.
-pub const VERSION: u32 = 7;
+/// Version 8: the life curve is SandForce's documented one (warranty and
+/// credits), and the timing model has no throttle lane.
+pub const VERSION: u32 = 8;
 /// Section tags of an image, in file order.
 pub const SECTIONS: [[u8; 4]; 7] = [*b"CONF", *b"STAT", *b"NAND", *b"SPAC", *b"CHNK", *b"MAP ", *b"DRIV"];
 

@@ -231,7 +231,6 @@ pub struct Timeline {
     engine: Lane,
     firmware: Lane,
     link: Lane,
-    throttle: SimTime,
     /// Channel transfer times (derived, not saved).
     #[serde(skip)]
     channel_xfer: TransferMemo,
@@ -248,7 +247,6 @@ impl Timeline {
             engine: Lane::default(),
             firmware: Lane::default(),
             link: Lane::default(),
-            throttle: SimTime::ZERO,
             channel_xfer: TransferMemo::default(),
         }
     }
@@ -267,12 +265,6 @@ impl Timeline {
         } else {
             die as usize % n
         }
-    }
-
-    fn occupy(clock: &mut SimTime, ready: SimTime, cost: u64) -> SimTime {
-        let start = ready.max(*clock);
-        *clock = start + cost;
-        *clock
     }
 
     /// Runs `cost` of work on `die` from `ready`. Host work goes ahead of
@@ -385,11 +377,6 @@ impl Timeline {
     /// the link, or the command complete.
     pub fn link_floor(&self, submitted: SimTime) -> SimTime {
         submitted + self.params.command_latency_ns
-    }
-
-    /// `bytes` of host writes through a write throttle of `rate` bytes/s.
-    pub fn throttle(&mut self, bytes: u64, rate: u64, ready: SimTime) -> SimTime {
-        Self::occupy(&mut self.throttle, ready, transfer_ns(bytes, rate))
     }
 
     /// `bytes` of payload over the host link.

@@ -444,10 +444,10 @@ mod tests {
         let mut c = base.clone();
         c.gc.high_watermark = 100_000;
         assert_eq!(field(&c), "gc.high_watermark");
-        for burst in [f64::INFINITY, f64::NAN] {
+        for (years, credit) in [(f64::INFINITY, 0.02), (f64::NAN, 0.02), (0.0, 0.02), (3.0, -0.1), (3.0, 1.5)] {
             let mut c = base.clone();
-            c.firmware.life_curve.as_mut().expect("SandForce has a life curve").burst_pe = burst;
-            assert_eq!(field(&c), "firmware.life_curve", "burst_pe {burst}");
+            c.firmware.life_curve = Some(crate::firmware::LifeCurve { warranty_years: years, credit_share: credit });
+            assert_eq!(field(&c), "firmware.life_curve", "warranty {years} credit {credit}");
         }
         base.validate().expect("the preset itself is fine");
         let mut c = base.clone();

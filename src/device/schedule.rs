@@ -83,13 +83,10 @@ impl Drive {
     /// programs once its own reads are in, then its erase. Victims on
     /// different dies proceed in parallel rather than one after another.
     pub(super) fn time_write(&mut self, bytes: u64, ops: &[NandOp], submitted: SimTime) -> SimTime {
-        let throttle = self.life_curve_throttle(submitted);
+        let held = self.life_curve_hold(submitted);
         let t = &mut self.timeline;
-        let accepted = t.firmware(submitted, 0);
-        let mut received = t.link(bytes, accepted.max(t.link_floor(submitted)));
-        if let Some(rate) = throttle {
-            received = t.throttle(bytes, rate, received);
-        }
+        let accepted = t.firmware(submitted, 0).max(held);
+        let received = t.link(bytes, accepted.max(t.link_floor(submitted)));
         let ready = if self.config.compression || self.config.dedup { t.engine(bytes, received) } else { received };
         let (mut done, mut host_data) = (ready, ready);
         // Pass 1: host work, and when each victim's live pages are read.
@@ -127,15 +124,20 @@ impl Drive {
         done
     }
 
-    /// The throttled write rate when the NAND has been written past the
-    /// firmware's life curve at time `at` (see [`crate::firmware`]).
-    fn life_curve_throttle(&self, at: SimTime) -> Option<u64> {
-        let curve = self.config.firmware.life_curve.as_ref()?;
-        let physical = self.config.geometry.physical_bytes() as f64;
-        let rated = f64::from(self.config.geometry.pe_cycles) * physical * at.secs() / curve.lifetime_secs;
-        let allowance = curve.burst_pe * physical + rated;
-        let written = self.nand_bytes_programmed() as f64;
-        (written > allowance).then_some(curve.throttled_bytes_per_sec)
+    /// When the firmware's life curve lets a write issued at `at` in (see
+    /// [`crate::firmware::LifeCurve`]): at once while the credits last or
+    /// the NAND is within the curve, else once the curve has caught up
+    /// with the NAND written so far.
+    fn life_curve_hold(&self, at: SimTime) -> SimTime {
+        let Some(curve) = self.config.firmware.life_curve.as_ref() else {
+            return at;
+        };
+        if at.secs() < curve.credit_secs() {
+            return at;
+        }
+        let per_sec = curve.bytes_per_sec(self.config.geometry.physical_bytes() as f64, self.config.geometry.pe_cycles);
+        let caught_up = self.nand_bytes_programmed() as f64 / per_sec;
+        at.max(SimTime((caught_up * 1e9).min(u64::MAX as f64) as u64))
     }
 
     /// Schedules journaled NAND work (secure erase, idle GC) from `at`,
