@@ -450,16 +450,30 @@ impl SweepRun {
     /// beside each the model of its GC policy where there is one.
     pub fn chart(&self) -> LineChart {
         let mut series: Vec<Series> = Vec::new();
-        let mut add = |name: String, xy: (f64, f64)| match series.iter_mut().find(|s| s.name == name) {
-            Some(s) => s.points.push(xy),
-            None => series.push(Series { name, points: vec![xy] }),
-        };
+        // Measured series first, each model after them, drawn in its colour.
+        let mut modelled: Vec<(String, Series)> = Vec::new();
         for r in &self.points {
             let label = self.grid.series_label(&r.point);
-            add(label.clone(), (r.point.op * 100.0, r.waf));
-            if let Some(m) = r.model_policy {
-                add(format!("{label} (model)"), (r.point.op * 100.0, m));
+            let xy = (r.point.op * 100.0, r.waf);
+            match series.iter_mut().find(|s| s.name == label) {
+                Some(s) => s.points.push(xy),
+                None => series.push(Series { name: label.clone(), points: vec![xy] }),
             }
+            if let Some(m) = r.model_policy {
+                let xy = (r.point.op * 100.0, m);
+                match modelled.iter_mut().find(|(of, _)| *of == label) {
+                    Some((_, s)) => s.points.push(xy),
+                    None => {
+                        modelled.push((label.clone(), Series { name: format!("{label} (model)"), points: vec![xy] }))
+                    }
+                }
+            }
+        }
+        let mut models = Vec::new();
+        for (of, model) in modelled {
+            let measured = series.iter().position(|s| s.name == of).expect("a model's series was added first");
+            models.push((series.len(), measured));
+            series.push(model);
         }
         for s in &mut series {
             s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -470,6 +484,7 @@ impl SweepRun {
             y_label: "write amplification (NAND / host bytes)".into(),
             series,
             y_from_zero: true,
+            models,
             ..Default::default()
         }
     }

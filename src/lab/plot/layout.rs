@@ -229,7 +229,7 @@ impl<'a, 'b> Frame<'a, 'b> {
 /// How a legend entry shows its colour.
 #[derive(Clone, Copy)]
 pub(super) enum Swatch {
-    Line,
+    Line { dashed: bool },
     Box,
 }
 
@@ -280,10 +280,10 @@ impl Legend {
             let sx1 = sx0 + Self::SWATCH;
             let color = PALETTE[idx % PALETTE.len()];
             match swatch {
-                Swatch::Line if *idx < PALETTE.len() => {
+                Swatch::Line { dashed: false } => {
                     area.draw(&PathElement::new(vec![(sx0, cy), (sx1, cy)], color.stroke_width(3)))?
                 }
-                Swatch::Line => {
+                Swatch::Line { dashed: true } => {
                     area.draw(&DashedPathElement::new(vec![(sx0, cy), (sx1, cy)], 8, 5, color.stroke_width(3)))?
                 }
                 Swatch::Box => area.draw(&Rectangle::new([(sx0 + 6, cy - 7), (sx1 - 6, cy + 7)], color.filled()))?,

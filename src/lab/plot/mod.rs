@@ -41,7 +41,10 @@ pub struct Series {
 
 /// A line chart with one curve per series; series 9 and up are dashed, and
 /// so is a series identical to an earlier one (drawn over it, it would hide
-/// it), whose legend entry names that series.
+/// it), whose legend entry names that series. A model's curve (see
+/// [`LineChart::models`]) takes the colour of the series it models and is
+/// drawn thin and dashed, without markers, so the measured points stay
+/// visible under it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LineChart {
     pub title: String,
@@ -54,6 +57,8 @@ pub struct LineChart {
     pub x_log2: bool,
     pub width: u32,
     pub height: u32,
+    /// (model, measured) series index pairs: the first is a model of the second.
+    pub models: Vec<(usize, usize)>,
 }
 
 impl Default for LineChart {
@@ -67,8 +72,43 @@ impl Default for LineChart {
             x_log2: false,
             width: DEFAULT_WIDTH,
             height: DEFAULT_HEIGHT,
+            models: Vec::new(),
         }
     }
+}
+
+/// How one series of a line chart is drawn.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Pen {
+    /// Palette index (past the palette: dashed).
+    colour: usize,
+    dashed: bool,
+    /// A model's curve: thin, no markers.
+    model: bool,
+}
+
+/// The pens of `n` series: measured series take the palette in order, a
+/// series identical to an earlier one is dashed, and a model takes its
+/// measured series' colour.
+fn pens(n: usize, same_as: &[Option<usize>], models: &[(usize, usize)]) -> Vec<Pen> {
+    let model_of = |i: usize| models.iter().find(|&&(m, of)| m == i && of < n && of != i).map(|&(_, of)| of);
+    let mut next = 0;
+    let mut pens: Vec<Pen> = (0..n)
+        .map(|i| {
+            if model_of(i).is_some() {
+                return Pen { colour: 0, dashed: true, model: true };
+            }
+            let colour = next;
+            next += 1;
+            Pen { colour, dashed: colour >= PALETTE.len() || same_as[i].is_some(), model: false }
+        })
+        .collect();
+    for i in 0..n {
+        if let Some(of) = model_of(i) {
+            pens[i].colour = pens[of].colour;
+        }
+    }
+    pens
 }
 
 /// Grouped vertical bars: one cluster per category, one bar (and legend entry) per group.
@@ -187,15 +227,19 @@ pub fn line_chart(path: &Path, chart: &LineChart) -> Result<(), PlotError> {
         linear_axis(lo, hi, 8, true)
     };
 
+    let pens = pens(series.len(), &same_as, &chart.models);
     let mut legend = Legend {
         entries: chart
             .series
             .iter()
             .enumerate()
             .filter(|(_, s)| !s.name.is_empty())
-            .map(|(i, s)| match same_as[i].map(|j| &chart.series[j].name).filter(|n| !n.is_empty()) {
-                Some(earlier) => (format!("{} (= {earlier})", s.name), i, Swatch::Line),
-                None => (s.name.clone(), i, Swatch::Line),
+            .map(|(i, s)| {
+                let swatch = Swatch::Line { dashed: pens[i].dashed };
+                match same_as[i].map(|j| &chart.series[j].name).filter(|n| !n.is_empty()) {
+                    Some(earlier) => (format!("{} (= {earlier})", s.name), pens[i].colour, swatch),
+                    None => (s.name.clone(), pens[i].colour, swatch),
+                }
             })
             .collect(),
         cols: 1,
@@ -222,14 +266,17 @@ pub fn line_chart(path: &Path, chart: &LineChart) -> Result<(), PlotError> {
     let mut ctx = frame.build(&x, &y)?;
     frame.draw_mesh(&mut ctx, &x_fmt, &y_fmt, true)?;
 
-    for (i, pts) in series.iter().enumerate() {
-        let style = PALETTE[i % PALETTE.len()].stroke_width(2);
-        if i < PALETTE.len() && same_as[i].is_none() {
-            ctx.draw_series(LineSeries::new(pts.iter().copied(), style))?;
-        } else {
+    // Models last, over what they model.
+    let order = (0..series.len()).filter(|&i| !pens[i].model).chain((0..series.len()).filter(|&i| pens[i].model));
+    for i in order {
+        let (pts, pen) = (&series[i], pens[i]);
+        let style = PALETTE[pen.colour % PALETTE.len()].stroke_width(if pen.model { 1 } else { 2 });
+        if pen.dashed {
             ctx.draw_series(DashedLineSeries::new(pts.iter().copied(), 8, 5, style))?;
+        } else {
+            ctx.draw_series(LineSeries::new(pts.iter().copied(), style))?;
         }
-        if pts.len() <= MARKER_MAX_POINTS {
+        if pts.len() <= MARKER_MAX_POINTS && !pen.model {
             ctx.draw_series(pts.iter().map(|&p| Circle::new(p, 3, style.color.filled())))?;
         }
     }
@@ -402,6 +449,31 @@ mod tests {
         assert!(!apart.contains("(= "));
         let count = |svg: &str| svg.matches("<polyline").count();
         assert!(count(&same) > count(&apart) + 10, "drawn in dashes: {} vs {}", count(&same), count(&apart));
+    }
+
+    #[test]
+    fn a_model_takes_its_series_colour_thin_and_dashed_over_its_points() {
+        let measured = curve(4, |x| 6.0 - x / 60.0);
+        let model = curve(4, |x| 6.05 - x / 60.0);
+        let chart = LineChart {
+            series: vec![
+                Series { name: "fifo".into(), points: measured.clone() },
+                Series { name: "fifo (model)".into(), points: model },
+                Series { name: "greedy".into(), points: curve(4, |x| 5.0 - x / 60.0) },
+            ],
+            models: vec![(1, 0)],
+            ..Default::default()
+        };
+        let path = out("models.svg");
+        line_chart(&path, &chart).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        let hex = |c: RGBColor| format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2);
+        let (first, second) = (hex(PALETTE[0]), hex(PALETTE[1]));
+        assert!(svg.contains(&second), "greedy keeps the second colour: the model takes none of its own");
+        let thin = svg.matches(&format!("stroke=\"{first}\" stroke-width=\"1\"")).count();
+        assert!(thin > 1, "the model is thin and dashed in fifo's colour: {thin} dashes");
+        let markers = svg.matches("<circle").count();
+        assert_eq!(markers, 2 * measured.len(), "markers on the measured series only");
     }
 
     #[test]

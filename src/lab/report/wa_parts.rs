@@ -209,11 +209,12 @@ pub(super) fn wa_policies_part(dir: &Path, scale: Scale, seed: u64, tick: &mut d
             x_label: "share of writes to the hot LBAs (%; hot share of LBAs = 100 - x)".into(),
             y_label: "write amplification".into(),
             series: vec![
-                Series { name: "two-pool model (separated)".into(), points: model_pts },
                 Series { name: "separated (2 streams)".into(), points: split_pts },
                 Series { name: "mixed (1 stream)".into(), points: mixed_pts },
+                Series { name: "two-pool model (separated)".into(), points: model_pts },
             ],
             y_from_zero: true,
+            models: vec![(2, 0)],
             ..Default::default()
         };
         save_line(dir, "wa-skew.svg", &chart, part)
