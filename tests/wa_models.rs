@@ -92,12 +92,19 @@ fn the_literature_orderings_come_out_of_the_runs() {
     assert!(random > two && two > ten && ten > greedy, "d-choices falls toward greedy: {random} {two} {ten} {greedy}");
     assert!(ten < 1.05 * greedy, "ten choices are within 5% of greedy: {ten} vs {greedy}");
     assert!(fifo < 1.10 * greedy && fifo > greedy, "FIFO is close to greedy under uniform writes: {fifo} vs {greedy}");
-    // Skew widens the gap: greedy finds the hot blocks' dead space, FIFO
-    // cleans cold blocks as often as hot ones.
+    // Skew widens the gap while the cold blocks are still settling, as
+    // here after 2 + 1 drive-writes: greedy finds the hot blocks' dead
+    // space, FIFO cleans cold blocks as often as hot ones. Once they settle
+    // (10 + 2 drive-writes) it does not widen (512 MiB, 16-page blocks:
+    // 1.109 uniform, 1.081 at 10/90; 1 GiB, 64-page blocks: 1.011, 1.010),
+    // and FIFO's loss to skew is what its LRW model predicts
+    // (`fifo_under_mixed_hot_cold_matches_the_lrw_model`); the report's
+    // row asserts only that FIFO stays behind greedy under skew.
     let gap = |access| waf(GcPolicy::Fifo, access) / waf(GcPolicy::Greedy, access);
     let (mild, strong) =
         (gap(Access::HotCold { hot: 0.2, writes: 0.8 }), gap(Access::HotCold { hot: 0.1, writes: 0.9 }));
     let even = fifo / greedy;
+    println!("FIFO / greedy: uniform {even:.3}, 20/80 {mild:.3}, 10/90 {strong:.3}");
     assert!(strong > mild && mild > even + 0.02, "FIFO/greedy: uniform {even:.3}, 20/80 {mild:.3}, 10/90 {strong:.3}");
 }
 
