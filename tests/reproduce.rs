@@ -47,10 +47,6 @@ const KNOWN_DISAGREEMENTS: &[(&str, &str)] = &[
     ("atto", "sf-5.0.2: ATTO read tortured / clean"),
     ("atto", "sf-5.0.3: ATTO read tortured / clean"),
     ("optimizer", "used / clean"),
-    // Seed-sensitive (tests/seed_stability.rs): 1.701 / 1.689 / 1.659 at
-    // seeds 1 / 5 / 9 on rand 0.8's streams, 1.638 at seed 1 on rand 0.10's,
-    // against "within 15 % of 2". The 830's QD 32 ceiling is the open part.
-    ("raid", "array / one member: 4 KiB random read QD 32"),
 ];
 
 fn duraflash(args: &[&str], corpora: Option<&Path>) -> Output {

@@ -137,8 +137,8 @@ impl GreedyIndex {
     }
 
     /// The reclaimable block with the fewest live bytes; among equals, by
-    /// [`victim::tie_key`] of `die_free` (a block's die's free blocks) and
-    /// the seal order.
+    /// [`victim::tie_key`] of its live bytes, `die_free` (a block's die's
+    /// free blocks) and the seal order.
     pub fn victim(&self, die_free: impl Fn(u32) -> u32) -> Option<u32> {
         for (w, &word) in self.nonempty.iter().enumerate() {
             let mut bits = word;
@@ -148,7 +148,7 @@ impl GreedyIndex {
                 let best = self.buckets[b]
                     .iter()
                     .filter(|e| e.reclaimable())
-                    .min_by_key(|e| (e.live, victim::tie_key(die_free(e.block), e.seq)));
+                    .min_by_key(|e| (e.live, victim::tie_key(e.live, die_free(e.block), e.seq)));
                 if let Some(e) = best {
                     return Some(e.block);
                 }
@@ -249,7 +249,7 @@ mod tests {
                     .enumerate()
                     .filter_map(|(b, e)| e.map(|(l, d, s)| (l, d, s, b as u32)))
                     .filter(|&(l, d, _, _)| l < d)
-                    .min_by_key(|&(l, _, s, b)| (l, die_free(b), s))
+                    .min_by_key(|&(l, _, s, b)| (l, if l == 0 { die_free(b) } else { 0 }, s))
                     .map(|(_, _, _, b)| b);
                 prop_assert_eq!(index.victim(die_free), want);
             }

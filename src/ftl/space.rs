@@ -428,8 +428,9 @@ impl Space {
         m.live_bytes -= bytes;
     }
 
-    /// The sealed block greedy GC cleans: fewest live bytes, then the die
-    /// with fewest free blocks, then oldest, among blocks with dead chunks (see [`crate::ftl::victim`]); the same
+    /// The sealed block greedy GC cleans: fewest live bytes, then (wholly
+    /// dead blocks only) the die with fewest free blocks, then oldest, among
+    /// blocks with dead chunks (see [`crate::ftl::victim::tie_key`]); the same
     /// choice as scanning every block, from an index.
     pub fn greedy_victim(&self) -> Option<BlockId> {
         self.greedy.victim(|b| self.die_free(BlockId(b))).map(BlockId)

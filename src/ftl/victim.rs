@@ -30,15 +30,20 @@ pub struct BlockView {
     pub die_free: u32,
 }
 
-/// The key that orders victims equally cheap to clean (the same live
-/// bytes, e.g. every block after a TRIM of the whole span): the die with
-/// the fewest free blocks first, then the older seal. Writes are striped
-/// page by page over the dies and a die with no free block drops out of
-/// the stripe, so a firmware that stripes refills the die that runs out
-/// first; erasing the oldest block wherever it sits starves some dies
-/// while others hoard erased blocks (issue 20, row "write after TRIM").
-pub fn tie_key(die_free: u32, sealed_seq: u64) -> (u32, u64) {
-    (die_free, sealed_seq)
+/// The key that orders victims equally cheap to clean: among wholly dead
+/// blocks (every block after a TRIM of the whole span), the die with the
+/// fewest free blocks first, then the older seal; among blocks that still
+/// hold live data, the older seal alone. Writes are striped page by page
+/// over the dies and a die with no free block drops out of the stripe, so
+/// a firmware that stripes refills the die that runs out first when
+/// erasing costs nothing else; erasing the oldest dead block wherever it
+/// sits starves some dies while others hoard erased blocks (issue 20, row
+/// "write after TRIM"). Among blocks that still hold live data the die does
+/// not decide: which data moves then changes the WAF of later collections
+/// (with 4 KiB units equal live bytes are common), and the die order raised
+/// the X25-M's WAF in the used state of the optimizer study.
+pub fn tie_key(live_bytes: u32, die_free: u32, sealed_seq: u64) -> (u32, u64) {
+    (if live_bytes == 0 { die_free } else { 0 }, sealed_seq)
 }
 
 impl BlockView {
@@ -69,14 +74,14 @@ impl BlockView {
 /// policies ignore it.
 pub fn choose(policy: GcPolicy, views: impl IntoIterator<Item = BlockView>, draw: u64) -> Option<BlockId> {
     let candidates = views.into_iter().filter(BlockView::reclaimable);
-    let fewest_live = |v: &BlockView| (v.live_bytes, tie_key(v.die_free, v.sealed_seq));
+    let fewest_live = |v: &BlockView| (v.live_bytes, tie_key(v.live_bytes, v.die_free, v.sealed_seq));
     let best = match policy {
         GcPolicy::Greedy => candidates.min_by_key(fewest_live),
         GcPolicy::Fifo => candidates.min_by_key(|v| v.sealed_seq),
         GcPolicy::CostBenefit => candidates.max_by(|a, b| {
-            a.cost_benefit()
-                .total_cmp(&b.cost_benefit())
-                .then(tie_key(b.die_free, b.sealed_seq).cmp(&tie_key(a.die_free, a.sealed_seq)))
+            a.cost_benefit().total_cmp(&b.cost_benefit()).then(
+                tie_key(b.live_bytes, b.die_free, b.sealed_seq).cmp(&tie_key(a.live_bytes, a.die_free, a.sealed_seq)),
+            )
         }),
         GcPolicy::DChoices(d) => {
             // Sample min(d, n) distinct blocks uniformly (a partial
@@ -134,6 +139,9 @@ mod tests {
         // The tie-break never outranks live bytes.
         let cheaper = [BlockView { die_free: 9, ..view(0, 10, 0, 0) }, view(1, 20, 1, 0)];
         assert_eq!(choose(GcPolicy::Greedy, cheaper, 0), Some(BlockId(0)));
+        // Among blocks still holding live data the die does not count.
+        let live = [BlockView { die_free: 9, ..view(0, 10, 0, 0) }, view(1, 10, 1, 0)];
+        assert_eq!(choose(GcPolicy::Greedy, live, 0), Some(BlockId(0)), "older seal, whatever the die");
     }
 
     #[test]
