@@ -145,7 +145,9 @@ impl DriveConfig {
                     // 64 GB model up to 75k IOPS of 4 KiB random reads at
                     // QD 32 (the larger models 80k), a controller ceiling
                     // below what the eight dies could sense (about 114k).
-                    // The 2012 review gives no IOPS for one drive.
+                    // The 2012 review gives no IOPS for one drive. (Quoted
+                    // from the sheet as remembered: it is not among the
+                    // stored sources. At 80k the RAID verdict is the same.)
                     command_service_ns: 13_333,
                     // Calibrated to the review's "almost 500 MB/s"
                     // sequential read (HD Tach, 128 KiB at QD 1: 500.1).
