@@ -284,6 +284,10 @@ impl Space {
         for (chunk, len) in chunks {
             *clock += 1;
             let die = self.cursor;
+            if let Some(extent) = self.append_in_page(base + die, chunk, len, *clock) {
+                out.push(extent);
+                continue;
+            }
             let fits = matches!(&self.open[base + die], Some(o) if self.block_bytes - o.write_point >= len);
             let extent = if fits {
                 self.append_at(nand, base + die, die, chunk, len, *clock)?
@@ -312,10 +316,13 @@ impl Space {
         now: u64,
     ) -> Result<NandExtent, DriveError> {
         debug_assert!(len > 0 && len <= self.block_bytes, "chunk length out of range");
+        if let Some(extent) = self.append_in_page(base + self.cursor, chunk, len, now) {
+            return Ok(extent);
+        }
         for _ in 0..self.dies() {
             let die = self.cursor;
             if self.ensure_room(nand, base + die, len)? {
-                return self.append_at(nand, base + die, die, chunk, len, now);
+                return Ok(self.append_at(nand, base + die, die, chunk, len, now)?);
             }
             self.cursor = self.next_die(die);
         }
@@ -348,6 +355,28 @@ impl Space {
         Ok(true)
     }
 
+    /// [`Space::append_at`] where it is only bookkeeping: slot `slot` has
+    /// an open block and the chunk ends inside the page it starts in, so
+    /// no page is programmed, the block is not sealed and the write point
+    /// stays on its die. `None` (and nothing done) otherwise.
+    #[inline]
+    fn append_in_page(&mut self, slot: usize, chunk: ChunkId, len: u32, now: u64) -> Option<NandExtent> {
+        let page = self.page_bytes;
+        let open = self.open[slot].as_mut()?;
+        let offset = open.write_point;
+        if offset % page + len >= page.get() {
+            return None;
+        }
+        open.write_point = offset + len;
+        let block = open.block;
+        let m = &mut self.meta[block.0 as usize];
+        m.live_bytes += len;
+        m.data_bytes += len;
+        m.last_write = now;
+        m.summary.push(chunk);
+        Some(NandExtent { block, offset, len })
+    }
+
     /// Appends to open-block slot `slot` (of die `die`), which has room.
     #[inline]
     fn append_at(
@@ -358,7 +387,7 @@ impl Space {
         chunk: ChunkId,
         len: u32,
         now: u64,
-    ) -> Result<NandExtent, DriveError> {
+    ) -> Result<NandExtent, NandError> {
         let page = self.page_bytes;
         let open = self.open[slot].as_mut().expect("ensure_room opened a block");
         let block = open.block;
