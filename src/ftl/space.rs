@@ -378,7 +378,7 @@ impl Space {
     }
 
     /// Appends to open-block slot `slot` (of die `die`), which has room.
-    #[inline]
+    #[inline(always)]
     fn append_at(
         &mut self,
         nand: &mut NandArray,
