@@ -634,6 +634,31 @@ mod tests {
     }
 
     #[test]
+    fn appends_inside_a_page_program_nothing_and_keep_the_die() {
+        let g = geometry();
+        let mut space = Space::new(&g);
+        let mut nand = NandArray::new(&g);
+        let id = |i| ChunkId::from_index(i).unwrap();
+        // Three chunks inside the first page of die 0's block, then one
+        // that completes it: only that one programs, and the write point
+        // moves to die 1.
+        let mut placed = Vec::new();
+        for (i, len) in [1000, 1000, 2000, 96].into_iter().enumerate() {
+            placed.push(space.append(&mut nand, id(i), len, i as u64 + 1, 0).unwrap());
+            let programs = if i < 3 { 0 } else { 1 };
+            assert_eq!(nand.journal().len(), programs, "after chunk {i}");
+        }
+        let block = placed[0].block;
+        assert!(placed.iter().all(|e| e.block == block));
+        assert_eq!(placed.iter().map(|e| e.offset).collect::<Vec<_>>(), [0, 1000, 2000, 4000]);
+        assert_eq!(nand.programmed_pages(block), 1);
+        assert_eq!((space.live_bytes(block), space.summary(block).len()), (4096, 4));
+        let next = space.append(&mut nand, id(4), 10, 5, 0).unwrap();
+        assert_ne!(nand.die_of(next.block), nand.die_of(block), "a full page moves the write point on");
+        space.check(&nand).unwrap();
+    }
+
+    #[test]
     fn page_count_of_a_victim_counts_each_page_once() {
         let g = geometry();
         let mut space = Space::new(&g);
