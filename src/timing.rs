@@ -134,6 +134,7 @@ struct TransferMemo {
 }
 
 impl TransferMemo {
+    #[inline]
     fn ns(&mut self, bytes: u64, rate: u64) -> u64 {
         if bytes != self.bytes {
             *self = TransferMemo { bytes, ns: transfer_ns(bytes, rate) };
@@ -169,33 +170,10 @@ struct Lane {
 impl Lane {
     /// Books `cost` at the earliest idle stretch that starts at or after
     /// `ready` and is long enough. Returns its start.
+    #[inline]
     fn book(&mut self, ready: SimTime, cost: u64) -> SimTime {
         if ready < self.end {
-            // Gaps are in time order: those ending before `ready + cost`
-            // cannot take the work, so the scan starts after them.
-            let skip = self.gaps.partition_point(|&(_, to)| to < ready + cost);
-            let fits = self.gaps.range(skip..).position(|&(from, to)| ready.max(from) + cost <= to);
-            if let Some(i) = fits.map(|i| skip + i) {
-                let (from, to) = self.gaps[i];
-                let start = ready.max(from);
-                let end = start + cost;
-                match (start > from, end < to) {
-                    (true, true) => {
-                        self.gaps[i] = (from, start);
-                        self.gaps.insert(i + 1, (end, to));
-                    }
-                    (true, false) => self.gaps[i] = (from, start),
-                    (false, true) => self.gaps[i] = (end, to),
-                    (false, false) => {
-                        self.gaps.remove(i);
-                    }
-                }
-                self.forget();
-                return start;
-            }
-            let start = self.end;
-            self.end = start + cost;
-            return start;
+            return self.book_early(ready, cost);
         }
         if ready > self.end {
             self.gaps.push_back((self.end, ready));
@@ -203,6 +181,38 @@ impl Lane {
         }
         self.end = ready + cost;
         ready
+    }
+
+    /// [`Lane::book`] of work ready before the lane's end: into the first
+    /// gap it fits, else at the end. Out of line, so the common case above
+    /// stays small where it is inlined.
+    #[inline(never)]
+    fn book_early(&mut self, ready: SimTime, cost: u64) -> SimTime {
+        // Gaps are in time order: those ending before `ready + cost`
+        // cannot take the work, so the scan starts after them.
+        let skip = self.gaps.partition_point(|&(_, to)| to < ready + cost);
+        let fits = self.gaps.range(skip..).position(|&(from, to)| ready.max(from) + cost <= to);
+        if let Some(i) = fits.map(|i| skip + i) {
+            let (from, to) = self.gaps[i];
+            let start = ready.max(from);
+            let end = start + cost;
+            match (start > from, end < to) {
+                (true, true) => {
+                    self.gaps[i] = (from, start);
+                    self.gaps.insert(i + 1, (end, to));
+                }
+                (true, false) => self.gaps[i] = (from, start),
+                (false, true) => self.gaps[i] = (end, to),
+                (false, false) => {
+                    self.gaps.remove(i);
+                }
+            }
+            self.forget();
+            return start;
+        }
+        let start = self.end;
+        self.end = start + cost;
+        start
     }
 
     fn forget(&mut self) {
@@ -271,18 +281,21 @@ impl Timeline {
     /// queued background (GC) work, which it pushes back, unless the
     /// background backlog is more than `gc_lag_ns` deep: then the host
     /// waits, so GC can defer but never escape its share of die time.
+    #[inline(always)]
     fn on_die(&mut self, die: u32, ready: SimTime, cost: u64, work: Work) -> SimTime {
         Self::schedule(&mut self.dies[die as usize], self.params.gc_lag_ns, ready, cost, work)
     }
 
     /// Moves `bytes` over `die`'s channel, host transfers ahead of
     /// background ones as on the dies.
+    #[inline(always)]
     fn on_channel(&mut self, die: u32, ready: SimTime, bytes: u64, work: Work) -> SimTime {
         let xfer = self.channel_xfer.ns(bytes, self.params.channel_bytes_per_sec);
         let ch = self.channel_of(die);
         Self::schedule(&mut self.channels[ch], self.params.gc_lag_ns, ready, xfer, work)
     }
 
+    #[inline(always)]
     fn schedule(d: &mut DieClock, lag: u64, ready: SimTime, cost: u64, work: Work) -> SimTime {
         match work {
             Work::Background => {

@@ -292,6 +292,7 @@ impl ExtentPacking {
         Ok(p)
     }
 
+    #[inline]
     pub(crate) fn pack(self, e: NandExtent) -> [u32; 2] {
         let v = (u64::from(e.block.0) << (self.offset_bits + self.len_bits))
             | (u64::from(e.offset) << self.len_bits)
@@ -299,6 +300,14 @@ impl ExtentPacking {
         [v as u32, (v >> 32) as u32]
     }
 
+    /// The block of a packed extent, without unpacking the rest.
+    #[inline]
+    pub(crate) fn block_of(self, w: [u32; 2]) -> BlockId {
+        let v = u64::from(w[0]) | (u64::from(w[1]) << 32);
+        BlockId((v >> (self.offset_bits + self.len_bits)) as u32)
+    }
+
+    #[inline]
     pub(crate) fn unpack(self, w: [u32; 2]) -> NandExtent {
         let v = u64::from(w[0]) | (u64::from(w[1]) << 32);
         let mask = |bits: u8| (1u64 << bits) - 1;

@@ -284,6 +284,10 @@ impl Space {
         for (chunk, len) in chunks {
             *clock += 1;
             let die = self.cursor;
+            if let Some(extent) = self.append_in_page(base + die, chunk, len, *clock) {
+                out.push(extent);
+                continue;
+            }
             let fits = matches!(&self.open[base + die], Some(o) if self.block_bytes - o.write_point >= len);
             let extent = if fits {
                 self.append_at(nand, base + die, die, chunk, len, *clock)?
@@ -312,10 +316,13 @@ impl Space {
         now: u64,
     ) -> Result<NandExtent, DriveError> {
         debug_assert!(len > 0 && len <= self.block_bytes, "chunk length out of range");
+        if let Some(extent) = self.append_in_page(base + self.cursor, chunk, len, now) {
+            return Ok(extent);
+        }
         for _ in 0..self.dies() {
             let die = self.cursor;
             if self.ensure_room(nand, base + die, len)? {
-                return self.append_at(nand, base + die, die, chunk, len, now);
+                return Ok(self.append_at(nand, base + die, die, chunk, len, now)?);
             }
             self.cursor = self.next_die(die);
         }
@@ -348,8 +355,30 @@ impl Space {
         Ok(true)
     }
 
-    /// Appends to open-block slot `slot` (of die `die`), which has room.
+    /// [`Space::append_at`] where it is only bookkeeping: slot `slot` has
+    /// an open block and the chunk ends inside the page it starts in, so
+    /// no page is programmed, the block is not sealed and the write point
+    /// stays on its die. `None` (and nothing done) otherwise.
     #[inline]
+    fn append_in_page(&mut self, slot: usize, chunk: ChunkId, len: u32, now: u64) -> Option<NandExtent> {
+        let page = self.page_bytes;
+        let open = self.open[slot].as_mut()?;
+        let offset = open.write_point;
+        if offset % page + len >= page.get() {
+            return None;
+        }
+        open.write_point = offset + len;
+        let block = open.block;
+        let m = &mut self.meta[block.0 as usize];
+        m.live_bytes += len;
+        m.data_bytes += len;
+        m.last_write = now;
+        m.summary.push(chunk);
+        Some(NandExtent { block, offset, len })
+    }
+
+    /// Appends to open-block slot `slot` (of die `die`), which has room.
+    #[inline(always)]
     fn append_at(
         &mut self,
         nand: &mut NandArray,
@@ -358,7 +387,7 @@ impl Space {
         chunk: ChunkId,
         len: u32,
         now: u64,
-    ) -> Result<NandExtent, DriveError> {
+    ) -> Result<NandExtent, NandError> {
         let page = self.page_bytes;
         let open = self.open[slot].as_mut().expect("ensure_room opened a block");
         let block = open.block;
@@ -603,6 +632,31 @@ mod tests {
         }
         assert_eq!((run.free_blocks(), run.unwritten_bytes()), (one.free_blocks(), one.unwritten_bytes()));
         run.check(&nand_run).unwrap();
+    }
+
+    #[test]
+    fn appends_inside_a_page_program_nothing_and_keep_the_die() {
+        let g = geometry();
+        let mut space = Space::new(&g);
+        let mut nand = NandArray::new(&g);
+        let id = |i| ChunkId::from_index(i).unwrap();
+        // Three chunks inside the first page of die 0's block, then one
+        // that completes it: only that one programs, and the write point
+        // moves to die 1.
+        let mut placed = Vec::new();
+        for (i, len) in [1000, 1000, 2000, 96].into_iter().enumerate() {
+            placed.push(space.append(&mut nand, id(i), len, i as u64 + 1, 0).unwrap());
+            let programs = if i < 3 { 0 } else { 1 };
+            assert_eq!(nand.journal().len(), programs, "after chunk {i}");
+        }
+        let block = placed[0].block;
+        assert!(placed.iter().all(|e| e.block == block));
+        assert_eq!(placed.iter().map(|e| e.offset).collect::<Vec<_>>(), [0, 1000, 2000, 4000]);
+        assert_eq!(nand.programmed_pages(block), 1);
+        assert_eq!((space.live_bytes(block), space.summary(block).len()), (4096, 4));
+        let next = space.append(&mut nand, id(4), 10, 5, 0).unwrap();
+        assert_ne!(nand.die_of(next.block), nand.die_of(block), "a full page moves the write point on");
+        space.check(&nand).unwrap();
     }
 
     #[test]

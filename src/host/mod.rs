@@ -251,7 +251,17 @@ impl LatencyHistogram {
     }
 
     /// Row `r`, allocated if it was not.
+    #[inline]
     fn row(&mut self, r: usize) -> &mut [u64] {
+        if self.rows.get(r).is_some_and(|row| !row.is_empty()) {
+            return &mut self.rows[r];
+        }
+        self.new_row(r)
+    }
+
+    /// [`LatencyHistogram::row`] the first time row `r` is counted in.
+    #[inline(never)]
+    fn new_row(&mut self, r: usize) -> &mut [u64] {
         if self.rows.len() <= r {
             self.rows.resize_with(r + 1, Vec::new);
         }
