@@ -57,6 +57,8 @@ pub struct LifeCurve {
 impl LifeCurve {
     /// Seconds in a warranty year.
     pub const YEAR_SECS: f64 = 365.0 * 86_400.0;
+    /// The longest warranty a config may give (SandForce's longest is 5).
+    pub const MAX_WARRANTY_YEARS: f64 = 1000.0;
     /// The credits SandForce ships as standard: 2 % of the warranty.
     pub const STANDARD_CREDIT_SHARE: f64 = 0.02;
 
@@ -135,11 +137,14 @@ impl Firmware {
     /// [`build_quirks`]).
     pub fn validate(&self) -> Result<(), ConfigError> {
         if let Some(c) = &self.life_curve {
-            let years = c.warranty_years.is_finite() && c.warranty_years > 0.0;
+            let years = c.warranty_years > 0.0 && c.warranty_years <= LifeCurve::MAX_WARRANTY_YEARS;
             if !(years && (0.0..=1.0).contains(&c.credit_share)) {
                 return Err(ConfigError::invalid(
                     "firmware.life_curve",
-                    "needs a finite positive warranty_years and a credit_share from 0 to 1",
+                    format!(
+                        "needs a warranty_years above 0 and at most {} and a credit_share from 0 to 1",
+                        LifeCurve::MAX_WARRANTY_YEARS
+                    ),
                 ));
             }
         }

@@ -194,7 +194,7 @@ fn the_life_curve_holds_a_worn_drive_to_its_rate_until_idle_time_catches_up() {
     let mut cfg = config("sf2281-240g", "sf-5.0.3");
     assert_eq!(cfg.firmware.life_curve, None, "no profile throttles unless the vendor asks");
     // Three years of warranty, credits for the first simulated second.
-    let curve = LifeCurve { warranty_years: 3.0, credit_share: 1.0 / (3.0 * LifeCurve::YEAR_SECS) };
+    let curve = LifeCurve { credit_share: 1.0 / (3.0 * LifeCurve::YEAR_SECS), ..LifeCurve::warranty(3.0) };
     cfg.firmware.life_curve = Some(curve.clone());
     let rate = curve.bytes_per_sec(cfg.geometry.physical_bytes() as f64, cfg.geometry.pe_cycles);
     let data = DataSpec::incompressible();

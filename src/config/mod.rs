@@ -444,7 +444,9 @@ mod tests {
         let mut c = base.clone();
         c.gc.high_watermark = 100_000;
         assert_eq!(field(&c), "gc.high_watermark");
-        for (years, credit) in [(f64::INFINITY, 0.02), (f64::NAN, 0.02), (0.0, 0.02), (3.0, -0.1), (3.0, 1.5)] {
+        for (years, credit) in
+            [(f64::INFINITY, 0.02), (f64::NAN, 0.02), (0.0, 0.02), (1e300, 0.02), (3.0, -0.1), (3.0, 1.5)]
+        {
             let mut c = base.clone();
             c.firmware.life_curve = Some(crate::firmware::LifeCurve { warranty_years: years, credit_share: credit });
             assert_eq!(field(&c), "firmware.life_curve", "warranty {years} credit {credit}");
