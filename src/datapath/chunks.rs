@@ -200,7 +200,6 @@ impl ChunkStore {
         let mut copy = std::mem::take(&mut self.gathered);
         copy.clear();
         copy.extend(ids.iter().map(|id| self.records[id.index()]));
-        out.reserve(ids.len());
         for (&id, r) in ids.iter().zip(&copy) {
             if r.refs > 0 && self.packing.block_of(r.extent) == block {
                 out.push((id, self.packing.unpack(r.extent)));

@@ -369,12 +369,18 @@ impl Space {
         }
         open.write_point = offset + len;
         let block = open.block;
+        self.account(block, chunk, len, now);
+        Some(NandExtent { block, offset, len })
+    }
+
+    /// Counts `chunk` (`len` bytes, written at `now`) into `block`.
+    #[inline(always)]
+    fn account(&mut self, block: BlockId, chunk: ChunkId, len: u32, now: u64) {
         let m = &mut self.meta[block.0 as usize];
         m.live_bytes += len;
         m.data_bytes += len;
         m.last_write = now;
         m.summary.push(chunk);
-        Some(NandExtent { block, offset, len })
     }
 
     /// Appends to open-block slot `slot` (of die `die`), which has room.
@@ -399,11 +405,7 @@ impl Space {
             nand.program(block, p)?;
         }
         open.write_point = end;
-        let m = &mut self.meta[block.0 as usize];
-        m.live_bytes += len;
-        m.data_bytes += len;
-        m.last_write = now;
-        m.summary.push(chunk);
+        self.account(block, chunk, len, now);
         if end == self.block_bytes {
             self.seal(nand, slot)?;
         }

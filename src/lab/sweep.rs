@@ -450,29 +450,32 @@ impl SweepRun {
     /// beside each the model of its GC policy where there is one.
     pub fn chart(&self) -> LineChart {
         let mut series: Vec<Series> = Vec::new();
-        // Measured series first, each model after them, drawn in its colour.
-        let mut modelled: Vec<(String, Series)> = Vec::new();
+        // Measured series first, then each model (with the index of the
+        // series it models), drawn in that series' colour.
+        let mut modelled: Vec<(usize, Series)> = Vec::new();
         for r in &self.points {
             let label = self.grid.series_label(&r.point);
-            let xy = (r.point.op * 100.0, r.waf);
-            match series.iter_mut().find(|s| s.name == label) {
-                Some(s) => s.points.push(xy),
-                None => series.push(Series { name: label.clone(), points: vec![xy] }),
-            }
+            let x = r.point.op * 100.0;
+            let measured = match series.iter().position(|s| s.name == label) {
+                Some(i) => i,
+                None => {
+                    series.push(Series { name: label.clone(), points: Vec::new() });
+                    series.len() - 1
+                }
+            };
+            series[measured].points.push((x, r.waf));
             if let Some(m) = r.model_policy {
-                let xy = (r.point.op * 100.0, m);
-                match modelled.iter_mut().find(|(of, _)| *of == label) {
-                    Some((_, s)) => s.points.push(xy),
+                match modelled.iter_mut().find(|(of, _)| *of == measured) {
+                    Some((_, s)) => s.points.push((x, m)),
                     None => {
-                        modelled.push((label.clone(), Series { name: format!("{label} (model)"), points: vec![xy] }))
+                        modelled.push((measured, Series { name: format!("{label} (model)"), points: vec![(x, m)] }))
                     }
                 }
             }
         }
         let mut models = Vec::new();
         for (of, model) in modelled {
-            let measured = series.iter().position(|s| s.name == of).expect("a model's series was added first");
-            models.push((series.len(), measured));
+            models.push((series.len(), of));
             series.push(model);
         }
         for s in &mut series {
