@@ -17,8 +17,9 @@ pub(super) fn raid_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMu
          RST 10.6 drops it for RAID-0, so the members keep every tortured block full of stale data and writes \
          stay slow. Random 4 KiB reads at QD 1 touch one member at a time. At QD 32 each member sees about \
          16 commands, and an 830 already runs at its controller's command ceiling by QD 16 (75k IOPS, \
-         Samsung's datasheet; its eight dies could sense more), so the array nearly doubles the rate: this \
-         ceiling moves the QD 32 row from 1.64x to 1.90x.",
+         Samsung's datasheet; its eight dies could sense more), so the array nearly doubles the rate. Without \
+         that ceiling one member's dies would still gain from QD 16 to 32, and the array's gain would fall \
+         short of 2x.",
     );
     fill(part, |part| {
         // Members under 1 GiB read faster than the 830 does (fewer blocks in
