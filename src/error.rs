@@ -21,6 +21,10 @@ pub enum ConfigError {
     /// A TOML file that does not parse into a config.
     #[error("cannot parse drive config: {0}")]
     Parse(String),
+    /// Tables a drive allocates when it is built that could never fit in
+    /// the machine (its memory and swap, or the address-space limit).
+    #[error("the drive {0}")]
+    TooLarge(String),
 }
 
 impl ConfigError {

@@ -73,3 +73,33 @@ fn geometry_out_of_range_names_the_flag_or_the_toml_field() {
     usage_error(&duraflash(&["wa", "--config", path.to_str().unwrap()]), "geometry.channels");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn a_library_drive_whose_tables_cannot_fit_the_machine_is_refused_not_aborted() {
+    use duraflash::device::memory::{MemoryEstimate, MemoryLimit};
+    use duraflash::{ConfigError, Drive, DriveConfig, Media};
+    // The preset 64 times over (15.4 TB on 16 TiB of NAND): near the most
+    // units the chunk ids can number.
+    let mut cfg = DriveConfig::preset("sf2281-240g").unwrap();
+    cfg.geometry.blocks_per_die *= 64;
+    cfg.logical_bytes *= 64;
+    cfg.media = Media::MetadataOnly;
+    cfg.validate().expect("a valid config");
+    let (Some(limit), estimate) = (MemoryLimit::installed(), MemoryEstimate::at_build(&cfg).total()) else {
+        return; // no /proc/meminfo: nothing to check against
+    };
+    if estimate <= limit.bytes {
+        eprintln!("this machine could build a 16 TiB drive's tables ({estimate} bytes): nothing to refuse");
+        return;
+    }
+    match Drive::new(cfg) {
+        Err(ConfigError::TooLarge(text)) => {
+            assert!(text.contains("needs an estimated") && text.contains(limit.source), "{text}");
+            assert!(text.contains("--capacity"), "names what it grows with: {text}");
+        }
+        Err(other) => panic!("refused for another reason: {other}"),
+        Ok(_) => panic!("built a drive whose tables need {estimate} bytes on a machine of {}", limit.bytes),
+    }
+    // A small one still builds.
+    Drive::new(DriveConfig::preset("sf2281-240g").unwrap().scaled(64 << 20).unwrap()).expect("a small drive");
+}

@@ -29,6 +29,9 @@ use super::write::COMMIT_SLICE_UNITS;
 /// (8.1-8.3 MiB, of which its drive is 0.6 MiB).
 pub const PROCESS_BYTES: u64 = 8 << 20;
 
+/// The part that holds stored bytes.
+const STORED: &str = "stored data";
+
 /// One part of the estimate.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Part {
@@ -80,11 +83,19 @@ impl MemoryEstimate {
                 bytes: if config.placement.infer == StreamInference::Off { 0 } else { RecencyTable::bytes_for(units) },
                 grows_with: "--stream-infer, --capacity",
             },
-            Part { name: "stored data", bytes: stored, grows_with: "--media memory, --capacity" },
+            Part { name: STORED, bytes: stored, grows_with: "--media memory, --capacity" },
         ];
         parts.retain(|p| p.bytes > 0);
         parts.sort_by_key(|p| std::cmp::Reverse(p.bytes));
         MemoryEstimate { drives, parts }
+    }
+
+    /// What building one drive of `config` allocates at once: every part
+    /// but the stored data, which grows with what is written.
+    pub fn at_build(config: &DriveConfig) -> Self {
+        let mut estimate = Self::of(config, 1);
+        estimate.parts.retain(|p| p.name != STORED);
+        estimate
     }
 
     /// Peak resident bytes of the process: the drives and the rest.
@@ -135,10 +146,32 @@ impl MemoryLimit {
         });
         let address_space =
             address_space_limit().map(|bytes| MemoryLimit { bytes, source: "the address space (ulimit -v)" });
-        match (available, address_space) {
-            (Some(a), Some(b)) => Some(if b.bytes < a.bytes { b } else { a }),
-            (a, b) => a.or(b),
-        }
+        lower(available, address_space)
+    }
+
+    /// The most any allocation could get: the machine's memory and swap
+    /// (Linux `MemTotal` + `SwapTotal`), or the address-space limit if
+    /// lower. `None` where neither can be read.
+    pub fn installed() -> Option<Self> {
+        let installed = std::fs::read_to_string("/proc/meminfo").ok().and_then(|text| {
+            let kib = |key: &str| -> Option<u64> {
+                let line = text.lines().find(|l| l.starts_with(key))?;
+                line.split_whitespace().nth(1)?.parse().ok()
+            };
+            let total = kib("MemTotal:")?.saturating_add(kib("SwapTotal:").unwrap_or(0));
+            Some(MemoryLimit { bytes: total << 10, source: "installed memory and swap" })
+        });
+        let address_space =
+            address_space_limit().map(|bytes| MemoryLimit { bytes, source: "the address space (ulimit -v)" });
+        lower(installed, address_space)
+    }
+}
+
+/// The lower of two limits, or whichever is known.
+fn lower(a: Option<MemoryLimit>, b: Option<MemoryLimit>) -> Option<MemoryLimit> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if b.bytes < a.bytes { b } else { a }),
+        (a, b) => a.or(b),
     }
 }
 
@@ -219,6 +252,21 @@ mod tests {
         if cfg!(target_os = "linux") {
             let limit = MemoryLimit::machine().expect("/proc/meminfo");
             assert!(limit.bytes > 0);
+            let installed = MemoryLimit::installed().expect("/proc/meminfo");
+            assert!(installed.bytes >= limit.bytes, "available memory is part of what is installed");
         }
+    }
+
+    #[test]
+    fn building_counts_the_tables_but_not_the_stored_data() {
+        let mut memory = sf(1 << 30);
+        memory.media = Media::Memory;
+        let all = MemoryEstimate::of(&memory, 1);
+        let build = MemoryEstimate::at_build(&memory);
+        assert!(all.parts.iter().any(|p| p.name == STORED));
+        assert!(build.parts.iter().all(|p| p.name != STORED));
+        let stored = all.parts.iter().find(|p| p.name == STORED).map_or(0, |p| p.bytes);
+        assert!(stored >= 1 << 30, "a 1 GiB drive may store 1 GiB");
+        assert_eq!(all.total() - build.total(), stored);
     }
 }

@@ -133,9 +133,16 @@ fn recency_table(config: &DriveConfig) -> Option<RecencyTable> {
 }
 
 impl Drive {
-    /// A secure-erased drive built from a validated `config`.
+    /// A secure-erased drive built from a validated `config`. Refuses one
+    /// whose tables could never be allocated on this machine
+    /// ([`ConfigError::TooLarge`]) rather than aborting on the allocation.
     pub fn new(config: DriveConfig) -> Result<Self, ConfigError> {
         config.validate()?;
+        if let Some(limit) = memory::MemoryLimit::installed() {
+            memory::MemoryEstimate::at_build(&config)
+                .check(&limit)
+                .map_err(|e| ConfigError::TooLarge(e.to_string()))?;
+        }
         // Live chunks never exceed the units (each has a reference), plus
         // the one placed before the chunk it replaces is freed.
         let chunks = config.logical_units() as usize + COMMIT_SLICE_UNITS;
