@@ -338,11 +338,38 @@ impl Timeline {
         self.register_out(die, sensed, bytes, work)
     }
 
+    /// `pages` background page reads on `die`, all ready at `ready`, one
+    /// after another: when the last one's data is in the controller
+    /// (`ready` for none). The same bookings as `pages` calls of
+    /// [`Timeline::page_read`], in closed form: the die senses them back
+    /// to back, and the channel clocks each out once it is sensed and the
+    /// previous one is out, so the last transfer ends after the channel's
+    /// backlog, the first sense or the last sense, whichever is latest.
+    pub fn background_reads(&mut self, die: u32, ready: SimTime, pages: u32) -> SimTime {
+        if pages == 0 {
+            return ready;
+        }
+        let (n, read) = (u64::from(pages), self.params.read_ns);
+        let xfer = self.channel_xfer.ns(Self::clocked_out(self.page_bytes, self.page_bytes), self.params.channel_bytes_per_sec);
+        let d = &mut self.dies[die as usize];
+        let first = ready.max(d.all);
+        d.all = first + n * read;
+        let ch = self.channel_of(die);
+        let c = &mut self.channels[ch];
+        c.all = (c.all + n * xfer).max(first + read + n * xfer).max(first + n * read + xfer);
+        c.all
+    }
+
+    /// Bytes of a page of `page_bytes` that cross the channel when
+    /// `bytes` of it are wanted: whole codewords, at most the page.
+    fn clocked_out(bytes: u64, page_bytes: u64) -> u64 {
+        (bytes.div_ceil(CODEWORD_BYTES).max(1) * CODEWORD_BYTES).min(page_bytes)
+    }
+
     /// Clocks `bytes` more out of a page already in `die`'s register
     /// (whole codewords, at most a page): channel time only.
     pub fn register_out(&mut self, die: u32, ready: SimTime, bytes: u64, work: Work) -> SimTime {
-        let bytes = bytes.div_ceil(CODEWORD_BYTES).max(1) * CODEWORD_BYTES;
-        self.on_channel(die, ready, bytes.min(self.page_bytes), work)
+        self.on_channel(die, ready, Self::clocked_out(bytes, self.page_bytes), work)
     }
 
     /// A page program on `die` whose data is ready at `ready`. The write
@@ -471,6 +498,36 @@ mod tests {
         assert_eq!(lane.book(SimTime(0), 200), SimTime(110));
         assert_eq!(lane.book(SimTime(0), 50), SimTime(0), "the gap before 100 fits 50");
         assert_eq!(lane.book(SimTime(0), 60), SimTime(310), "no gap fits 60 more");
+    }
+
+    #[test]
+    fn a_run_of_background_reads_books_what_one_read_at_a_time_does() {
+        // Channel faster and slower than the array, with the die or the
+        // channel already busy, and runs of 0 to 5 pages.
+        for (channel_rate, page_bytes) in [(200_000_000, 8192), (20_000_000, 8192), (400_000_000, 4000)] {
+            let mut p = params();
+            p.channel_bytes_per_sec = channel_rate;
+            for (busy_die, busy_channel, ready, pages) in
+                [(0, 0, 0, 3), (1, 0, 7, 5), (0, 1, 0, 2), (1, 1, 900_000, 4), (0, 0, 5, 0), (1, 0, 0, 1)]
+            {
+                let mut one = Timeline::new(p.clone(), page_bytes, 1, 2);
+                if busy_die == 1 {
+                    one.erase(0, SimTime::ZERO);
+                }
+                if busy_channel == 1 {
+                    for _ in 0..3 {
+                        one.page_program(1, SimTime::ZERO, Work::Background);
+                    }
+                }
+                let mut run = one.clone();
+                let mut last = SimTime(ready);
+                for _ in 0..pages {
+                    last = last.max(one.page_read(0, SimTime(ready), Work::Background));
+                }
+                assert_eq!(run.background_reads(0, SimTime(ready), pages), last);
+                assert_eq!((run.dies[0].all, run.channels[0].all), (one.dies[0].all, one.channels[0].all));
+            }
+        }
     }
 
     #[test]
