@@ -241,9 +241,13 @@ pub struct Timeline {
     engine: Lane,
     firmware: Lane,
     link: Lane,
-    /// Channel transfer times (derived, not saved).
+    /// Channel, host link and engine transfer times (derived, not saved).
     #[serde(skip)]
     channel_xfer: TransferMemo,
+    #[serde(skip)]
+    link_xfer: TransferMemo,
+    #[serde(skip)]
+    engine_xfer: TransferMemo,
 }
 
 impl Timeline {
@@ -258,6 +262,8 @@ impl Timeline {
             firmware: Lane::default(),
             link: Lane::default(),
             channel_xfer: TransferMemo::default(),
+            link_xfer: TransferMemo::default(),
+            engine_xfer: TransferMemo::default(),
         }
     }
 
@@ -376,6 +382,7 @@ impl Timeline {
     /// is accepted once the die's backlog is under `program_queue` program
     /// times; the page crosses the channel and the die programs it when
     /// free. Returns the acceptance time.
+    #[inline(always)]
     pub fn page_program(&mut self, die: u32, ready: SimTime, work: Work) -> SimTime {
         let backlog = u64::from(self.params.program_queue) * self.params.program_ns;
         let d = &self.dies[die as usize];
@@ -396,7 +403,7 @@ impl Timeline {
 
     /// Compression or decompression of `bytes` raw bytes.
     pub fn engine(&mut self, bytes: u64, ready: SimTime) -> SimTime {
-        let cost = transfer_ns(bytes, self.params.engine_bytes_per_sec);
+        let cost = self.engine_xfer.ns(bytes, self.params.engine_bytes_per_sec);
         self.engine.book(ready, cost) + cost
     }
 
@@ -421,7 +428,7 @@ impl Timeline {
 
     /// `bytes` of payload over the host link.
     pub fn link(&mut self, bytes: u64, ready: SimTime) -> SimTime {
-        let cost = transfer_ns(bytes, self.params.host_link.bytes_per_sec());
+        let cost = self.link_xfer.ns(bytes, self.params.host_link.bytes_per_sec());
         self.link.book(ready, cost) + cost
     }
 

@@ -1,6 +1,8 @@
 //! The host side of a command stream: a closed-loop queue that keeps up to
 //! `depth` commands outstanding in simulated time, and what it measured.
 
+use std::collections::VecDeque;
+
 use serde::Serialize;
 
 use crate::device::{Drive, Issuer};
@@ -88,10 +90,10 @@ impl Issuer for HostQueue {
 #[derive(Clone, Debug)]
 pub struct HostQueue {
     depth: usize,
-    /// Completion times of the commands in flight, latest first, so the
-    /// earliest is popped from the end: at the small depths queues run,
-    /// cheaper than a heap.
-    in_flight: Vec<SimTime>,
+    /// Completion times of the commands in flight, earliest first: a new
+    /// one usually completes last and goes on the end, so at the depths
+    /// queues run this is cheaper than a heap.
+    in_flight: VecDeque<SimTime>,
     clock: SimTime,
     start: SimTime,
     last_done: SimTime,
@@ -120,7 +122,7 @@ impl HostQueue {
     pub fn new(depth: u32, start: SimTime) -> Self {
         HostQueue {
             depth: depth.max(1) as usize,
-            in_flight: Vec::new(),
+            in_flight: VecDeque::new(),
             clock: start,
             start,
             last_done: start,
@@ -137,7 +139,7 @@ impl HostQueue {
     /// When the next command can be issued.
     pub fn submit_time(&mut self) -> SimTime {
         if self.in_flight.len() >= self.depth {
-            if let Some(done) = self.in_flight.pop() {
+            if let Some(done) = self.in_flight.pop_front() {
                 self.clock = self.clock.max(done);
             }
         }
@@ -146,7 +148,7 @@ impl HostQueue {
 
     /// When the next command could be issued, without issuing it.
     pub fn next_submit_time(&self) -> SimTime {
-        match self.in_flight.last() {
+        match self.in_flight.front() {
             Some(&done) if self.in_flight.len() >= self.depth => self.clock.max(done),
             _ => self.clock,
         }
@@ -156,15 +158,19 @@ impl HostQueue {
     /// commands completed by then leave the queue.
     pub fn advance_to(&mut self, at: SimTime) {
         self.clock = self.clock.max(at);
-        while self.in_flight.last().is_some_and(|&done| done <= self.clock) {
-            self.in_flight.pop();
+        while self.in_flight.front().is_some_and(|&done| done <= self.clock) {
+            self.in_flight.pop_front();
         }
     }
 
     /// Records that a command issued at `submitted` completed at `done`.
     pub fn complete(&mut self, submitted: SimTime, done: SimTime) {
-        let at = self.in_flight.partition_point(|&t| t > done);
-        self.in_flight.insert(at, done);
+        if self.in_flight.back().is_none_or(|&last| last <= done) {
+            self.in_flight.push_back(done);
+        } else {
+            let at = self.in_flight.partition_point(|&t| t <= done);
+            self.in_flight.insert(at, done);
+        }
         self.last_done = self.last_done.max(done);
         self.latencies[self.kind].record(done.0.saturating_sub(submitted.0));
     }
