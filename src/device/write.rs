@@ -39,7 +39,9 @@ impl Drive {
     /// requests are validated before any is applied.
     pub fn write_batch_on(&mut self, requests: &[(Lba, &[u8])], queue: &mut impl Issuer) -> Result<(), DriveError> {
         let us = self.unit_sectors();
-        let units_of = |lba: Lba, bytes: usize| lba.0 / us..(lba.0 + bytes as u64 / SECTOR_BYTES).div_ceil(us);
+        // Units are a power of two of sectors (validated): shifts, not divisions.
+        let shift = us.trailing_zeros();
+        let units_of = |lba: Lba, bytes: usize| lba.0 >> shift..(lba.0 + bytes as u64 / SECTOR_BYTES + us - 1) >> shift;
         let mut units = 0;
         for (r, (lba, data)) in requests.iter().enumerate() {
             let sectors = self.check_transfer(*lba, data.len())?;
@@ -66,7 +68,7 @@ impl Drive {
         for (r, (lba, data)) in requests.iter().enumerate() {
             self.counters.host_write_bytes += data.len() as u64;
             let (first, end) = (lba.0, lba.0 + data.len() as u64 / SECTOR_BYTES);
-            for lpn in first / us..end.div_ceil(us) {
+            for lpn in units_of(*lba, data.len()) {
                 let (ustart, uend) = (lpn * us, (lpn + 1) * us);
                 if ustart >= first && uend <= end {
                     let off = ((ustart - first) * SECTOR_BYTES) as usize;
