@@ -228,7 +228,7 @@ const ROW: usize = 1 << SUB_BITS;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LatencyHistogram {
     /// Row `r` counts buckets `r * ROW ..`; empty until counted in.
-    rows: Vec<Vec<u64>>,
+    rows: Vec<Option<Box<[u64; ROW]>>>,
     count: u64,
     sum: u128,
     /// Sum of squares, for the standard deviation.
@@ -258,31 +258,21 @@ impl LatencyHistogram {
     }
 
     /// Row `r`, allocated if it was not.
-    #[inline]
-    fn row(&mut self, r: usize) -> &mut [u64] {
-        if self.rows.get(r).is_some_and(|row| !row.is_empty()) {
-            return &mut self.rows[r];
-        }
-        self.new_row(r)
-    }
-
-    /// [`LatencyHistogram::row`] the first time row `r` is counted in.
     #[inline(never)]
-    fn new_row(&mut self, r: usize) -> &mut [u64] {
+    fn row(&mut self, r: usize) -> &mut [u64; ROW] {
         if self.rows.len() <= r {
-            self.rows.resize_with(r + 1, Vec::new);
+            self.rows.resize_with(r + 1, || None);
         }
-        let row = &mut self.rows[r];
-        if row.is_empty() {
-            *row = vec![0; ROW];
-        }
-        row
+        self.rows[r].get_or_insert_with(|| Box::new([0; ROW]))
     }
 
     /// Counts one latency.
     pub fn record(&mut self, ns: u64) {
         let b = Self::bucket(ns);
-        self.row(b / ROW)[b % ROW] += 1;
+        match self.rows.get_mut(b / ROW) {
+            Some(Some(row)) => row[b % ROW] += 1,
+            _ => self.row(b / ROW)[b % ROW] += 1,
+        }
         self.min = if self.count == 0 { ns } else { self.min.min(ns) };
         self.count += 1;
         self.sum += u128::from(ns);
@@ -297,8 +287,8 @@ impl LatencyHistogram {
 
     /// Adds every count of `other`.
     pub fn merge(&mut self, other: &LatencyHistogram) {
-        for (r, theirs) in other.rows.iter().enumerate().filter(|(_, row)| !row.is_empty()) {
-            for (a, b) in self.row(r).iter_mut().zip(theirs) {
+        for (r, theirs) in other.rows.iter().enumerate().filter_map(|(r, row)| Some((r, row.as_ref()?))) {
+            for (a, b) in self.row(r).iter_mut().zip(theirs.iter()) {
                 *a += b;
             }
         }
@@ -323,7 +313,7 @@ impl LatencyHistogram {
                 return self.max;
             }
             let mut seen = 0;
-            for (r, row) in self.rows.iter().enumerate() {
+            for (r, row) in self.rows.iter().enumerate().filter_map(|(r, row)| Some((r, row.as_ref()?))) {
                 for (i, &n) in row.iter().enumerate() {
                     seen += n;
                     if seen >= rank {
@@ -491,7 +481,7 @@ mod tests {
         assert_eq!(merged.summary(0).max_ns, h.max);
         let mut one = LatencyHistogram::default();
         one.record(20_000);
-        assert_eq!(one.rows.iter().filter(|r| !r.is_empty()).count(), 1, "only the row counted in is allocated");
+        assert_eq!(one.rows.iter().flatten().count(), 1, "only the row counted in is allocated");
         assert_eq!(one.summary(0).p50_ns, 20_000);
         for v in [128u64, 255, 256, 1 << 40, u64::MAX] {
             let b = LatencyHistogram::bucket(v);
