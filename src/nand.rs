@@ -38,8 +38,9 @@ pub enum NandOp {
     Read(DieId),
     /// A page program of host data on a die.
     Program(DieId),
-    /// A page read by garbage collection.
-    GcRead(DieId),
+    /// Page reads by garbage collection: that many pages of a block on a
+    /// die, one after another (a victim's live pages, journaled as one run).
+    GcRead(DieId, u32),
     /// A page program of data garbage collection moved.
     GcProgram(DieId),
     /// A block erase on a die.
@@ -159,15 +160,20 @@ impl NandArray {
     pub fn journal_read(&mut self, block: BlockId) {
         self.counters.pages_read += 1;
         let die = self.die_of(block);
-        self.journal.push(if self.collecting { NandOp::GcRead(die) } else { NandOp::Read(die) });
+        self.journal.push(if self.collecting { NandOp::GcRead(die, 1) } else { NandOp::Read(die) });
     }
 
     /// [`NandArray::journal_read`] of `pages` pages of `block`.
     pub fn journal_reads(&mut self, block: BlockId, pages: u32) {
         self.counters.pages_read += u64::from(pages);
         let die = self.die_of(block);
-        let op = if self.collecting { NandOp::GcRead(die) } else { NandOp::Read(die) };
-        self.journal.extend(std::iter::repeat_n(op, pages as usize));
+        if self.collecting {
+            if pages > 0 {
+                self.journal.push(NandOp::GcRead(die, pages));
+            }
+        } else {
+            self.journal.extend(std::iter::repeat_n(NandOp::Read(die), pages as usize));
+        }
     }
 
     /// Erases `block`: every page programmable again, one more P/E cycle.

@@ -13,8 +13,6 @@
 //! channel. The controller reports the NAND operations a command caused;
 //! this module turns them into time.
 
-use std::collections::VecDeque;
-
 use serde::{Deserialize, Serialize};
 
 use crate::units::SimTime;
@@ -153,7 +151,91 @@ pub enum Work {
 }
 
 /// Idle gaps a lane remembers; older ones are forgotten (treated as busy).
+/// A power of two, so the ring's index is a mask.
 const MAX_GAPS: usize = 64;
+
+/// A lane's idle stretches `(from, to)`, oldest first, disjoint: the newest
+/// [`MAX_GAPS`] in a fixed ring, so remembering one more forgets the oldest
+/// and moves nothing, and nothing is allocated.
+#[derive(Clone, Debug)]
+struct Gaps {
+    ring: [(SimTime, SimTime); MAX_GAPS],
+    head: usize,
+    len: usize,
+}
+
+impl Default for Gaps {
+    fn default() -> Self {
+        Gaps { ring: [(SimTime::ZERO, SimTime::ZERO); MAX_GAPS], head: 0, len: 0 }
+    }
+}
+
+impl Gaps {
+    fn at(&self, i: usize) -> usize {
+        (self.head + i) & (MAX_GAPS - 1)
+    }
+
+    fn get(&self, i: usize) -> (SimTime, SimTime) {
+        self.ring[self.at(i)]
+    }
+
+    fn set(&mut self, i: usize, gap: (SimTime, SimTime)) {
+        self.ring[self.at(i)] = gap;
+    }
+
+    /// Forgets the oldest gap.
+    fn pop_front(&mut self) {
+        self.head = self.at(1);
+        self.len -= 1;
+    }
+
+    /// Remembers `gap`, the newest, forgetting the oldest when full.
+    #[inline]
+    fn push_back(&mut self, gap: (SimTime, SimTime)) {
+        if self.len == MAX_GAPS {
+            self.pop_front();
+        }
+        let at = self.at(self.len);
+        self.ring[at] = gap;
+        self.len += 1;
+    }
+
+    /// Puts `gap` before the one at `i` (`i` at least 1), forgetting the
+    /// oldest when full.
+    fn insert(&mut self, mut i: usize, gap: (SimTime, SimTime)) {
+        if self.len == MAX_GAPS {
+            self.pop_front();
+            i -= 1;
+        }
+        for k in (i..self.len).rev() {
+            self.set(k + 1, self.get(k));
+        }
+        self.set(i, gap);
+        self.len += 1;
+    }
+
+    /// Drops the gap at `i`.
+    fn remove(&mut self, i: usize) {
+        for k in i..self.len - 1 {
+            self.set(k, self.get(k + 1));
+        }
+        self.len -= 1;
+    }
+
+    /// The first of the gaps, in order, not ending before `at`.
+    fn first_ending_from(&self, at: SimTime) -> usize {
+        let (mut lo, mut hi) = (0, self.len);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.get(mid).1 < at {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+}
 
 /// One resource's time: when the work booked on it ends, and the idle gaps
 /// before that which work ready earlier may still fill. The gaps are
@@ -161,10 +243,8 @@ const MAX_GAPS: usize = 64;
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 struct Lane {
     end: SimTime,
-    /// Idle stretches `(from, to)` before `end`, oldest first, disjoint.
-    /// A ring, so forgetting the oldest moves nothing.
     #[serde(skip)]
-    gaps: VecDeque<(SimTime, SimTime)>,
+    gaps: Gaps,
 }
 
 impl Lane {
@@ -177,7 +257,6 @@ impl Lane {
         }
         if ready > self.end {
             self.gaps.push_back((self.end, ready));
-            self.forget();
         }
         self.end = ready + cost;
         ready
@@ -190,35 +269,29 @@ impl Lane {
     fn book_early(&mut self, ready: SimTime, cost: u64) -> SimTime {
         // Gaps are in time order: those ending before `ready + cost`
         // cannot take the work, so the scan starts after them.
-        let skip = self.gaps.partition_point(|&(_, to)| to < ready + cost);
-        let fits = self.gaps.range(skip..).position(|&(from, to)| ready.max(from) + cost <= to);
-        if let Some(i) = fits.map(|i| skip + i) {
-            let (from, to) = self.gaps[i];
+        let skip = self.gaps.first_ending_from(ready + cost);
+        let fits = (skip..self.gaps.len).find(|&i| {
+            let (from, to) = self.gaps.get(i);
+            ready.max(from) + cost <= to
+        });
+        if let Some(i) = fits {
+            let (from, to) = self.gaps.get(i);
             let start = ready.max(from);
             let end = start + cost;
             match (start > from, end < to) {
                 (true, true) => {
-                    self.gaps[i] = (from, start);
+                    self.gaps.set(i, (from, start));
                     self.gaps.insert(i + 1, (end, to));
                 }
-                (true, false) => self.gaps[i] = (from, start),
-                (false, true) => self.gaps[i] = (end, to),
-                (false, false) => {
-                    self.gaps.remove(i);
-                }
+                (true, false) => self.gaps.set(i, (from, start)),
+                (false, true) => self.gaps.set(i, (end, to)),
+                (false, false) => self.gaps.remove(i),
             }
-            self.forget();
             return start;
         }
         let start = self.end;
         self.end = start + cost;
         start
-    }
-
-    fn forget(&mut self) {
-        if self.gaps.len() > MAX_GAPS {
-            self.gaps.pop_front();
-        }
     }
 }
 
@@ -241,9 +314,13 @@ pub struct Timeline {
     engine: Lane,
     firmware: Lane,
     link: Lane,
-    /// Channel transfer times (derived, not saved).
+    /// Channel, host link and engine transfer times (derived, not saved).
     #[serde(skip)]
     channel_xfer: TransferMemo,
+    #[serde(skip)]
+    link_xfer: TransferMemo,
+    #[serde(skip)]
+    engine_xfer: TransferMemo,
 }
 
 impl Timeline {
@@ -258,6 +335,8 @@ impl Timeline {
             firmware: Lane::default(),
             link: Lane::default(),
             channel_xfer: TransferMemo::default(),
+            link_xfer: TransferMemo::default(),
+            engine_xfer: TransferMemo::default(),
         }
     }
 
@@ -338,17 +417,47 @@ impl Timeline {
         self.register_out(die, sensed, bytes, work)
     }
 
+    /// `pages` background page reads on `die`, all ready at `ready`, one
+    /// after another: when the last one's data is in the controller
+    /// (`ready` for none). The same bookings as `pages` calls of
+    /// [`Timeline::page_read`], in closed form: the die senses them back
+    /// to back, and the channel clocks each out once it is sensed and the
+    /// previous one is out, so the last transfer ends after the channel's
+    /// backlog, the first sense or the last sense, whichever is latest.
+    pub fn background_reads(&mut self, die: u32, ready: SimTime, pages: u32) -> SimTime {
+        if pages == 0 {
+            return ready;
+        }
+        let (n, read) = (u64::from(pages), self.params.read_ns);
+        let xfer = self
+            .channel_xfer
+            .ns(Self::clocked_out(self.page_bytes, self.page_bytes), self.params.channel_bytes_per_sec);
+        let d = &mut self.dies[die as usize];
+        let first = ready.max(d.all);
+        d.all = first + n * read;
+        let ch = self.channel_of(die);
+        let c = &mut self.channels[ch];
+        c.all = (c.all + n * xfer).max(first + read + n * xfer).max(first + n * read + xfer);
+        c.all
+    }
+
+    /// Bytes of a page of `page_bytes` that cross the channel when
+    /// `bytes` of it are wanted: whole codewords, at most the page.
+    fn clocked_out(bytes: u64, page_bytes: u64) -> u64 {
+        (bytes.div_ceil(CODEWORD_BYTES).max(1) * CODEWORD_BYTES).min(page_bytes)
+    }
+
     /// Clocks `bytes` more out of a page already in `die`'s register
     /// (whole codewords, at most a page): channel time only.
     pub fn register_out(&mut self, die: u32, ready: SimTime, bytes: u64, work: Work) -> SimTime {
-        let bytes = bytes.div_ceil(CODEWORD_BYTES).max(1) * CODEWORD_BYTES;
-        self.on_channel(die, ready, bytes.min(self.page_bytes), work)
+        self.on_channel(die, ready, Self::clocked_out(bytes, self.page_bytes), work)
     }
 
     /// A page program on `die` whose data is ready at `ready`. The write
     /// is accepted once the die's backlog is under `program_queue` program
     /// times; the page crosses the channel and the die programs it when
     /// free. Returns the acceptance time.
+    #[inline(always)]
     pub fn page_program(&mut self, die: u32, ready: SimTime, work: Work) -> SimTime {
         let backlog = u64::from(self.params.program_queue) * self.params.program_ns;
         let d = &self.dies[die as usize];
@@ -369,7 +478,7 @@ impl Timeline {
 
     /// Compression or decompression of `bytes` raw bytes.
     pub fn engine(&mut self, bytes: u64, ready: SimTime) -> SimTime {
-        let cost = transfer_ns(bytes, self.params.engine_bytes_per_sec);
+        let cost = self.engine_xfer.ns(bytes, self.params.engine_bytes_per_sec);
         self.engine.book(ready, cost) + cost
     }
 
@@ -394,7 +503,7 @@ impl Timeline {
 
     /// `bytes` of payload over the host link.
     pub fn link(&mut self, bytes: u64, ready: SimTime) -> SimTime {
-        let cost = transfer_ns(bytes, self.params.host_link.bytes_per_sec());
+        let cost = self.link_xfer.ns(bytes, self.params.host_link.bytes_per_sec());
         self.link.book(ready, cost) + cost
     }
 
@@ -471,6 +580,86 @@ mod tests {
         assert_eq!(lane.book(SimTime(0), 200), SimTime(110));
         assert_eq!(lane.book(SimTime(0), 50), SimTime(0), "the gap before 100 fits 50");
         assert_eq!(lane.book(SimTime(0), 60), SimTime(310), "no gap fits 60 more");
+    }
+
+    #[test]
+    fn a_run_of_background_reads_books_what_one_read_at_a_time_does() {
+        // Channel faster and slower than the array, with the die or the
+        // channel already busy, and runs of 0 to 5 pages.
+        for (channel_rate, page_bytes) in [(200_000_000, 8192), (20_000_000, 8192), (400_000_000, 4000)] {
+            let mut p = params();
+            p.channel_bytes_per_sec = channel_rate;
+            for (busy_die, busy_channel, ready, pages) in
+                [(0, 0, 0, 3), (1, 0, 7, 5), (0, 1, 0, 2), (1, 1, 900_000, 4), (0, 0, 5, 0), (1, 0, 0, 1)]
+            {
+                let mut one = Timeline::new(p.clone(), page_bytes, 1, 2);
+                if busy_die == 1 {
+                    one.erase(0, SimTime::ZERO);
+                }
+                if busy_channel == 1 {
+                    for _ in 0..3 {
+                        one.page_program(1, SimTime::ZERO, Work::Background);
+                    }
+                }
+                let mut run = one.clone();
+                let mut last = SimTime(ready);
+                for _ in 0..pages {
+                    last = last.max(one.page_read(0, SimTime(ready), Work::Background));
+                }
+                assert_eq!(run.background_reads(0, SimTime(ready), pages), last);
+                assert_eq!((run.dies[0].all, run.channels[0].all), (one.dies[0].all, one.channels[0].all));
+            }
+        }
+    }
+
+    /// The gaps as a growable list, forgetting the oldest past
+    /// `MAX_GAPS` (what the ring replaced): the same starts, booking by
+    /// booking.
+    #[test]
+    fn the_gap_ring_books_what_an_unbounded_list_cut_to_its_newest_does() {
+        fn book(end: &mut u64, gaps: &mut Vec<(u64, u64)>, ready: u64, cost: u64) -> u64 {
+            let fits = gaps.iter().position(|&(from, to)| ready < *end && ready.max(from) + cost <= to);
+            let start = match fits {
+                Some(i) => {
+                    let (from, to) = gaps.remove(i);
+                    let start = ready.max(from);
+                    if start + cost < to {
+                        gaps.insert(i, (start + cost, to));
+                    }
+                    if start > from {
+                        gaps.insert(i, (from, start));
+                    }
+                    start
+                }
+                None if ready >= *end => {
+                    if ready > *end {
+                        gaps.push((*end, ready));
+                    }
+                    *end = ready + cost;
+                    ready
+                }
+                None => std::mem::replace(end, *end + cost),
+            };
+            if gaps.len() > MAX_GAPS {
+                gaps.remove(0);
+            }
+            start
+        }
+        let (mut lane, mut end, mut gaps) = (Lane::default(), 0, Vec::new());
+        let mut x = 1u64;
+        let mut now = 0;
+        for _ in 0..5000 {
+            // xorshift: work ready around now, sometimes well before it.
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            now += x % 50;
+            let ready = now.saturating_sub(x % 7 * (x >> 8) % 400);
+            let cost = 1 + (x >> 20) % 30;
+            assert_eq!(lane.book(SimTime(ready), cost).0, book(&mut end, &mut gaps, ready, cost));
+            assert_eq!(lane.end.0, end);
+        }
+        assert_eq!(lane.gaps.len, MAX_GAPS, "the ring filled and forgot");
     }
 
     #[test]

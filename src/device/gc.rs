@@ -141,12 +141,21 @@ impl Drive {
         live.clear();
         self.chunks.gather_live(&summary, victim, &mut live);
         // An id freed and reused within the block appears twice in its
-        // summary; both entries now name the same chunk, which breaks the
-        // rising offset order the summary otherwise has. Sorted by offset
-        // the copies are adjacent, and the pages come in order.
+        // summary; both entries now name the same chunk, at its later
+        // place, which breaks the rising offset order the summary
+        // otherwise has. So an entry is the chunk's own exactly when its
+        // offset is below every later entry's (chunks are never empty):
+        // one pass from the end keeps those, in order.
         if !live.is_sorted_by(|a, b| a.1.offset < b.1.offset) {
-            live.sort_unstable_by_key(|&(_, extent)| extent.offset);
-            live.dedup_by_key(|&mut (id, _)| id);
+            let (mut below, mut kept) = (u32::MAX, live.len());
+            for i in (0..live.len()).rev() {
+                if live[i].1.offset < below {
+                    below = live[i].1.offset;
+                    kept -= 1;
+                    live[kept] = live[i];
+                }
+            }
+            live.drain(..kept);
         }
         let pages = self.space.nand_page_count_in_order(&self.nand, live.iter().map(|&(_, extent)| extent));
         self.nand.journal_reads(victim, pages);

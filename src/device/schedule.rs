@@ -100,7 +100,7 @@ impl Drive {
                     done = done.max(host_data);
                 }
                 NandOp::Program(DieId(d)) => done = done.max(t.page_program(d, host_data, Work::Host)),
-                NandOp::GcRead(DieId(d)) => gc_data = gc_data.max(t.page_read(d, ready, Work::Background)),
+                NandOp::GcRead(DieId(d), pages) => gc_data = gc_data.max(t.background_reads(d, ready, pages)),
                 NandOp::Erase(_) => victim_data.push(std::mem::replace(&mut gc_data, ready)),
                 NandOp::GcProgram(_) => {}
             }
@@ -117,7 +117,7 @@ impl Drive {
                     data = victims.next().unwrap_or(gc_data);
                     moved = data;
                 }
-                NandOp::Read(_) | NandOp::Program(_) | NandOp::GcRead(_) => {}
+                NandOp::Read(_) | NandOp::Program(_) | NandOp::GcRead(..) => {}
             }
         }
         self.victim_scratch = victim_data;
@@ -149,8 +149,13 @@ impl Drive {
         for &op in &ops {
             let t = &mut self.timeline;
             match op {
-                NandOp::Read(DieId(d)) | NandOp::GcRead(DieId(d)) => {
+                NandOp::Read(DieId(d)) => {
                     let r = t.page_read(d, at, Work::Background);
+                    data_ready = data_ready.max(r);
+                    done = done.max(r);
+                }
+                NandOp::GcRead(DieId(d), pages) => {
+                    let r = t.background_reads(d, at, pages);
                     data_ready = data_ready.max(r);
                     done = done.max(r);
                 }

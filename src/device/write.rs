@@ -39,30 +39,36 @@ impl Drive {
     /// requests are validated before any is applied.
     pub fn write_batch_on(&mut self, requests: &[(Lba, &[u8])], queue: &mut impl Issuer) -> Result<(), DriveError> {
         let us = self.unit_sectors();
-        let mut written_before: Vec<u64> = Vec::new();
-        for (lba, data) in requests {
+        // Units are a power of two of sectors (validated): shifts, not divisions.
+        let shift = us.trailing_zeros();
+        let units_of = |lba: Lba, bytes: usize| lba.0 >> shift..(lba.0 + bytes as u64 / SECTOR_BYTES + us - 1) >> shift;
+        let mut units = 0;
+        for (r, (lba, data)) in requests.iter().enumerate() {
             let sectors = self.check_transfer(*lba, data.len())?;
+            let span = units_of(*lba, data.len());
+            units += (span.end - span.start) as usize;
             if !self.keeps_data() {
-                // A partial unit needs its old bytes unless it was never written.
+                // A partial unit needs its old bytes unless it was never
+                // written, by the drive or an earlier request of the batch.
                 let (first, end) = (lba.0, lba.0 + sectors);
-                for lpn in first / us..end.div_ceil(us) {
+                for lpn in units_of(*lba, data.len()) {
                     let whole = lpn * us >= first && (lpn + 1) * us <= end;
-                    if !whole && (self.map.get(Lpn(lpn)).is_some() || written_before.contains(&lpn)) {
+                    if !whole
+                        && (self.map.get(Lpn(lpn)).is_some()
+                            || requests[..r].iter().any(|(l, d)| units_of(*l, d.len()).contains(&lpn)))
+                    {
                         return Err(DriveError::NoData { what: "a write of part of a written unit" });
                     }
-                }
-                if requests.len() > 1 {
-                    written_before.extend(first / us..end.div_ceil(us));
                 }
             }
         }
         self.start_journal();
         let unit = self.config.unit_bytes as usize;
-        let mut pending: Vec<(usize, Lpn, &[u8])> = Vec::new();
+        let mut pending: Vec<(usize, Lpn, &[u8])> = Vec::with_capacity(units);
         for (r, (lba, data)) in requests.iter().enumerate() {
             self.counters.host_write_bytes += data.len() as u64;
             let (first, end) = (lba.0, lba.0 + data.len() as u64 / SECTOR_BYTES);
-            for lpn in first / us..end.div_ceil(us) {
+            for lpn in units_of(*lba, data.len()) {
                 let (ustart, uend) = (lpn * us, (lpn + 1) * us);
                 if ustart >= first && uend <= end {
                     let off = ((ustart - first) * SECTOR_BYTES) as usize;

@@ -302,8 +302,9 @@ impl Space {
     /// The first open-block slot of frontier `frontier` (clamped to the
     /// frontiers there are).
     fn frontier_base(&self, frontier: usize) -> usize {
-        let dies = self.dies();
-        frontier.min(self.open.len() / dies - 1) * dies
+        // The last frontier's slots start a die count before the end
+        // (this is `frontier.min(frontiers - 1) * dies`, without a division).
+        frontier.saturating_mul(self.dies()).min(self.open.len() - self.dies())
     }
 
     /// [`Space::append`] to the frontier whose slots start at `base`.

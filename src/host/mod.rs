@@ -1,8 +1,7 @@
 //! The host side of a command stream: a closed-loop queue that keeps up to
 //! `depth` commands outstanding in simulated time, and what it measured.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::VecDeque;
 
 use serde::Serialize;
 
@@ -91,7 +90,10 @@ impl Issuer for HostQueue {
 #[derive(Clone, Debug)]
 pub struct HostQueue {
     depth: usize,
-    in_flight: BinaryHeap<Reverse<SimTime>>,
+    /// Completion times of the commands in flight, earliest first: a new
+    /// one usually completes last and goes on the end, so at the depths
+    /// queues run this is cheaper than a heap.
+    in_flight: VecDeque<SimTime>,
     clock: SimTime,
     start: SimTime,
     last_done: SimTime,
@@ -120,7 +122,7 @@ impl HostQueue {
     pub fn new(depth: u32, start: SimTime) -> Self {
         HostQueue {
             depth: depth.max(1) as usize,
-            in_flight: BinaryHeap::new(),
+            in_flight: VecDeque::new(),
             clock: start,
             start,
             last_done: start,
@@ -137,7 +139,7 @@ impl HostQueue {
     /// When the next command can be issued.
     pub fn submit_time(&mut self) -> SimTime {
         if self.in_flight.len() >= self.depth {
-            if let Some(Reverse(done)) = self.in_flight.pop() {
+            if let Some(done) = self.in_flight.pop_front() {
                 self.clock = self.clock.max(done);
             }
         }
@@ -146,8 +148,8 @@ impl HostQueue {
 
     /// When the next command could be issued, without issuing it.
     pub fn next_submit_time(&self) -> SimTime {
-        match self.in_flight.peek() {
-            Some(&Reverse(done)) if self.in_flight.len() >= self.depth => self.clock.max(done),
+        match self.in_flight.front() {
+            Some(&done) if self.in_flight.len() >= self.depth => self.clock.max(done),
             _ => self.clock,
         }
     }
@@ -156,14 +158,19 @@ impl HostQueue {
     /// commands completed by then leave the queue.
     pub fn advance_to(&mut self, at: SimTime) {
         self.clock = self.clock.max(at);
-        while self.in_flight.peek().is_some_and(|&Reverse(done)| done <= self.clock) {
-            self.in_flight.pop();
+        while self.in_flight.front().is_some_and(|&done| done <= self.clock) {
+            self.in_flight.pop_front();
         }
     }
 
     /// Records that a command issued at `submitted` completed at `done`.
     pub fn complete(&mut self, submitted: SimTime, done: SimTime) {
-        self.in_flight.push(Reverse(done));
+        if self.in_flight.back().is_none_or(|&last| last <= done) {
+            self.in_flight.push_back(done);
+        } else {
+            let at = self.in_flight.partition_point(|&t| t <= done);
+            self.in_flight.insert(at, done);
+        }
         self.last_done = self.last_done.max(done);
         self.latencies[self.kind].record(done.0.saturating_sub(submitted.0));
     }
@@ -221,7 +228,7 @@ const ROW: usize = 1 << SUB_BITS;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LatencyHistogram {
     /// Row `r` counts buckets `r * ROW ..`; empty until counted in.
-    rows: Vec<Vec<u64>>,
+    rows: Vec<Option<Box<[u64; ROW]>>>,
     count: u64,
     sum: u128,
     /// Sum of squares, for the standard deviation.
@@ -251,31 +258,21 @@ impl LatencyHistogram {
     }
 
     /// Row `r`, allocated if it was not.
-    #[inline]
-    fn row(&mut self, r: usize) -> &mut [u64] {
-        if self.rows.get(r).is_some_and(|row| !row.is_empty()) {
-            return &mut self.rows[r];
-        }
-        self.new_row(r)
-    }
-
-    /// [`LatencyHistogram::row`] the first time row `r` is counted in.
     #[inline(never)]
-    fn new_row(&mut self, r: usize) -> &mut [u64] {
+    fn row(&mut self, r: usize) -> &mut [u64; ROW] {
         if self.rows.len() <= r {
-            self.rows.resize_with(r + 1, Vec::new);
+            self.rows.resize_with(r + 1, || None);
         }
-        let row = &mut self.rows[r];
-        if row.is_empty() {
-            *row = vec![0; ROW];
-        }
-        row
+        self.rows[r].get_or_insert_with(|| Box::new([0; ROW]))
     }
 
     /// Counts one latency.
     pub fn record(&mut self, ns: u64) {
         let b = Self::bucket(ns);
-        self.row(b / ROW)[b % ROW] += 1;
+        match self.rows.get_mut(b / ROW) {
+            Some(Some(row)) => row[b % ROW] += 1,
+            _ => self.row(b / ROW)[b % ROW] += 1,
+        }
         self.min = if self.count == 0 { ns } else { self.min.min(ns) };
         self.count += 1;
         self.sum += u128::from(ns);
@@ -290,8 +287,8 @@ impl LatencyHistogram {
 
     /// Adds every count of `other`.
     pub fn merge(&mut self, other: &LatencyHistogram) {
-        for (r, theirs) in other.rows.iter().enumerate().filter(|(_, row)| !row.is_empty()) {
-            for (a, b) in self.row(r).iter_mut().zip(theirs) {
+        for (r, theirs) in other.rows.iter().enumerate().filter_map(|(r, row)| Some((r, row.as_ref()?))) {
+            for (a, b) in self.row(r).iter_mut().zip(theirs.iter()) {
                 *a += b;
             }
         }
@@ -316,7 +313,7 @@ impl LatencyHistogram {
                 return self.max;
             }
             let mut seen = 0;
-            for (r, row) in self.rows.iter().enumerate() {
+            for (r, row) in self.rows.iter().enumerate().filter_map(|(r, row)| Some((r, row.as_ref()?))) {
                 for (i, &n) in row.iter().enumerate() {
                     seen += n;
                     if seen >= rank {
@@ -484,7 +481,7 @@ mod tests {
         assert_eq!(merged.summary(0).max_ns, h.max);
         let mut one = LatencyHistogram::default();
         one.record(20_000);
-        assert_eq!(one.rows.iter().filter(|r| !r.is_empty()).count(), 1, "only the row counted in is allocated");
+        assert_eq!(one.rows.iter().flatten().count(), 1, "only the row counted in is allocated");
         assert_eq!(one.summary(0).p50_ns, 20_000);
         for v in [128u64, 255, 256, 1 << 40, u64::MAX] {
             let b = LatencyHistogram::bucket(v);
