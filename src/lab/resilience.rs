@@ -157,6 +157,7 @@ pub fn resilience(
     let after_trim = pass(&mut drive, 2)?;
     pause(&mut drive)?;
     let second = pass(&mut drive, 3)?;
+    drive.check_invariants()?;
     progress("done", 1.0);
     Ok(ResilienceReport {
         preset: config.name.clone(),
@@ -171,4 +172,43 @@ pub fn resilience(
         second_after_trim_mbps: second,
         free_blocks,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drive(capacity: u64) -> DriveConfig {
+        let mut cfg = DriveConfig::preset("sf2281-120g").unwrap().scaled(capacity).unwrap();
+        cfg.media = crate::Media::MetadataOnly;
+        cfg
+    }
+
+    #[test]
+    fn an_as_ssd_pass_deletes_its_file() {
+        let mut d = Drive::new(drive(256 << 20)).unwrap();
+        let mbps = as_ssd_write(&mut d, 32 << 20, 1).unwrap();
+        assert!(mbps > 0.0);
+        assert_eq!(d.stats().mapped_units, 0, "the file is TRIMmed after the pass");
+        d.check_invariants().unwrap();
+    }
+
+    /// The tortured pass is slow only when the file outgrows the free
+    /// blocks GC left: the same torture with a file inside them writes at
+    /// nearly clean speed.
+    #[test]
+    fn torture_costs_a_file_larger_than_the_free_blocks() {
+        let cfg = drive(512 << 20);
+        let run = |file| {
+            let spec = ResilienceSpec { duration: Duration::DriveWrites(0.3), qd: 32, file_bytes: file, seed: 1 };
+            resilience(&cfg, &spec, &mut |_, _| {}).unwrap()
+        };
+        let small = run(8 << 20);
+        let large = run(128 << 20);
+        assert!(small.tortured_mbps > 0.8 * small.clean_mbps, "{small:?}");
+        assert!(large.tortured_mbps < 0.6 * large.clean_mbps, "{large:?}");
+        // TRIM restores the model at either size (the review's 120 GB drive
+        // stayed at 0.63: a known disagreement).
+        assert!(large.after_trim_mbps > 0.95 * large.clean_mbps, "{large:?}");
+    }
 }
