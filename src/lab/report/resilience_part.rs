@@ -217,7 +217,7 @@ fn chart(dir: &Path, part: &mut Part, runs: &[ResilienceReport]) -> Result<(), S
         ));
     }
     let chart = BarChart {
-        title: "AS-SSD sequential write, share of clean: SF-2281 at 240 GB and 120 GB, incompressible torture".into(),
+        title: "AS-SSD write / clean: SF-2281 240 GB and 120 GB".into(),
         y_label: "write / clean".into(),
         categories: vec!["tortured".into(), "after TRIM".into(), "2nd pass after TRIM".into()],
         groups,
