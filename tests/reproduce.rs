@@ -40,12 +40,28 @@ use duraflash::lab::report::{fmt_ours, Kind, Report, Verdict};
 /// 1.000 of clean with a 16, 32 or 64 MiB file (`torture --capacity 256MiB
 /// --firmware sf-5.0.2 --atto S`), at 512 MiB it is 1.000 with 16 MiB and
 /// 0.809 with 64 MiB, at 1 GiB 0.767 with 16 MiB and 0.713 with 64 MiB.
+///
+/// The Vertex 3 rows (2011, AS-SSD after incompressible torture) split by
+/// capacity in the reviews and not in the model. Tortured, the model loses
+/// as much at 240 GB as at 120 GB (0.260 and 0.231 of clean at the quick
+/// scale, 8 and 4 GiB): AS-SSD's 1 GiB file outgrows the few dozen free
+/// blocks idle GC leaves and pays steady-state GC; the review's 240 GB
+/// drive lost nothing (0.979), its 120 GB drive as much as ours (0.236:
+/// that row agrees at the quick scale, and on the tiny models, 1 GiB and
+/// 512 MiB with a 256 / 128 MiB file, it reads 0.424). After TRIM the
+/// model restores both drives (0.998, 0.999), the review only the larger
+/// (0.626, then 0.814 on a second pass). No sourced mechanism is known
+/// for either split (docs/sandforce-trim.md).
 const KNOWN_DISAGREEMENTS: &[(&str, &str)] = &[
     ("torture", "sf-3.x incompressible: write after TRIM / clean"),
     ("torture", "sf-5.0.3 incompressible: write after TRIM / clean"),
     ("atto", "sf-3.x: ATTO read tortured / clean"),
     ("atto", "sf-5.0.2: ATTO read tortured / clean"),
     ("atto", "sf-5.0.3: ATTO read tortured / clean"),
+    ("resilience", "240 GB: AS-SSD write tortured / clean"),
+    ("resilience", "120 GB: AS-SSD write tortured / clean"),
+    ("resilience", "120 GB: AS-SSD write after TRIM / clean"),
+    ("resilience", "120 GB: second AS-SSD pass after TRIM / clean"),
     ("optimizer", "used / clean"),
 ];
 
@@ -204,4 +220,42 @@ fn unknown_parts_are_usage_errors() {
     let o = duraflash(&["reproduce", "--only", "nope", "--out", "/nonexistent/x"], None);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("nope"));
+}
+
+/// The resilience part gives the same verdict on every row at three seeds
+/// (it runs in seconds at the tiny scale).
+#[test]
+fn resilience_verdicts_hold_at_three_seeds() {
+    let mut verdicts: Option<Vec<(String, Verdict)>> = None;
+    for seed in ["1", "5", "9"] {
+        let out = scratch(&format!("resilience-{seed}"));
+        let o = duraflash(
+            &[
+                "reproduce",
+                "--scale",
+                "tiny",
+                "--quiet",
+                "--only",
+                "resilience",
+                "--seed",
+                seed,
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            None,
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let report: Report = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+        let part = report.parts.iter().find(|p| p.name == "resilience").expect("the part ran");
+        assert!(part.error.is_none(), "{:?}", part.error);
+        for r in &part.rows {
+            println!("seed {seed}: {}: {} ({})", r.quantity, fmt_ours(r), r.verdict);
+        }
+        let these: Vec<(String, Verdict)> = part.rows.iter().map(|r| (r.quantity.clone(), r.verdict)).collect();
+        match &verdicts {
+            None => verdicts = Some(these),
+            Some(first) => assert_eq!(first, &these, "seed {seed} changes a verdict"),
+        }
+        std::fs::remove_dir_all(&out).unwrap();
+    }
 }

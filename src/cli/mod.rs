@@ -81,7 +81,7 @@ pub(crate) enum Reads {
 /// Flags that build a drive; they mean the same on every command.
 #[derive(Args, Clone)]
 pub(crate) struct DriveArgs {
-    /// Built-in drive preset: sf2281-240g, samsung830-64g, intel-x25m-g2-160g [default: sf2281-240g]
+    /// Built-in drive preset: sf2281-240g, sf2281-120g, samsung830-64g, intel-x25m-g2-160g [default: sf2281-240g]
     #[arg(long)]
     pub(crate) preset: Option<String>,
     /// Drive config file (TOML), instead of a preset (its media and size stand unless flags change them).

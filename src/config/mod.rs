@@ -373,6 +373,12 @@ mod tests {
         let sf = DriveConfig::preset("sf2281-240g").unwrap();
         assert_eq!(sf.geometry.physical_bytes(), 256 << 30);
         assert!((sf.op() - 0.1453).abs() < 1e-3);
+        // The 120 GB drive: half the dies, the same OP, the 3.x firmware.
+        let small = DriveConfig::preset("sf2281-120g").unwrap();
+        assert_eq!(small.geometry.physical_bytes(), 128 << 30);
+        assert_eq!(small.geometry.dies(), sf.geometry.dies() / 2);
+        assert!((small.op() - sf.op()).abs() < 1e-9);
+        assert_eq!(small.firmware.name, "sf-3.x");
         assert!(DriveConfig::preset("nope").is_err());
     }
 

@@ -1,4 +1,4 @@
-//! The built-in presets: three drives of the reviews, each constant tagged
+//! The built-in presets: four drives of the reviews, each constant tagged
 //! with its source or with what it was fitted to.
 
 use crate::error::ConfigError;
@@ -11,7 +11,7 @@ use super::{
 };
 
 /// Names of the built-in presets, for [`DriveConfig::preset`].
-pub const PRESETS: [&str; 3] = ["sf2281-240g", "samsung830-64g", "intel-x25m-g2-160g"];
+pub const PRESETS: [&str; 4] = ["sf2281-240g", "sf2281-120g", "samsung830-64g", "intel-x25m-g2-160g"];
 
 /// Mapping-table bytes the SF-2281 preset caches at full size (240 GB: a
 /// 234 MB map), about 1/64 of it; scaled with capacity.
@@ -53,11 +53,17 @@ impl DriveConfig {
         let (logical_bytes, geometry, reduce, map_cache_bytes, timing, firmware) = match name {
             // SandForce SF-2281: 240 GB on 256 GiB of 25 nm MLC, 8 channels
             // of four 64 Gbit dies; 8 KiB pages, 256 pages (2 MiB) a block.
-            "sf2281-240g" => (
-                240_000_000_000,
+            // The 120 GB drive halves the dies and nothing else: 16 x 64
+            // Gbit (TechReport 2012, "SSD performance scaling across the
+            // spectrum", page 2: SF-2281 Force Series 3 120GB 16 x 64Gb,
+            // 240GB 32 x 64Gb), 128 GiB of NAND for 120 GB (AnandTech
+            // 2011, "OCZ Vertex 3 (240GB) Review", page 1), and the 2011
+            // drives' 3.x firmware line.
+            "sf2281-240g" | "sf2281-120g" => (
+                if name == "sf2281-240g" { 240_000_000_000 } else { 120_000_000_000 },
                 Geometry {
                     channels: 8,
-                    dies_per_channel: 4,
+                    dies_per_channel: if name == "sf2281-240g" { 4 } else { 2 },
                     blocks_per_die: 4096,
                     pages_per_block: 256,
                     page_bytes: 8192,
@@ -65,7 +71,8 @@ impl DriveConfig {
                     pe_cycles: 3000,
                 },
                 true,
-                // No DRAM: map pages are cached in a few MiB of SRAM.
+                // No DRAM: map pages are cached in a few MiB of SRAM (the
+                // same controller, so the same SRAM at either size).
                 Some(SF2281_MAP_CACHE_BYTES),
                 TimingParams {
                     // IMFT 25 nm MLC datasheet-typical tR, tPROG (per
@@ -110,8 +117,9 @@ impl DriveConfig {
                     // page a straddling chunk shares.
                     read_cache_pages: 64,
                 },
-                // The reviewed Corsair Force GS shipped with 5.0.x.
-                "sf-5.0.2",
+                // The reviewed Corsair Force GS shipped with 5.0.x; the
+                // 2011 Vertex 3 120 GB with the 3.x line.
+                if name == "sf2281-240g" { "sf-5.0.2" } else { "sf-3.x" },
             ),
             // Samsung 830 64 GB: 8 channels, one 64 Gbit 27 nm toggle die
             // each; 8 KiB pages, 128 pages (1 MiB) a block.

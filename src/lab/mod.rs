@@ -20,6 +20,7 @@ pub mod optimizer;
 pub mod plot;
 pub mod raid;
 pub mod report;
+pub mod resilience;
 pub mod soak;
 pub mod sweep;
 pub mod torture;

@@ -1,5 +1,6 @@
 //! `duraflash reproduce`: every figure the project reproduces (WA model
-//! check, corpora, SandForce torture and ATTO, RAID-0 TRIM, manual TRIM,
+//! check, corpora, SandForce torture and ATTO, incompressible torture by
+//! capacity, RAID-0 TRIM, manual TRIM,
 //! SMART), in one run,
 //! written as a report a person can read (`index.html`, `report.md`) and a
 //! machine can check (`results.json`). Each part sets what the reviews
@@ -21,6 +22,7 @@ mod check;
 mod host_parts;
 mod parts;
 mod render;
+mod resilience_part;
 mod wa_parts;
 
 pub use check::{Criterion, Kind, Verdict, DESNOYERS_2012, FORCE_GS_2012, IMPROV_2009, RAID_2012};
@@ -53,7 +55,8 @@ impl std::str::FromStr for Scale {
 }
 
 /// The parts, in report order.
-pub const PARTS: [&str; 8] = ["wa", "wa-policies", "corpora", "torture", "atto", "raid", "optimizer", "smart"];
+pub const PARTS: [&str; 9] =
+    ["wa", "wa-policies", "corpora", "torture", "atto", "resilience", "raid", "optimizer", "smart"];
 
 /// One line of a comparison: a reference (a review's figure, or a model's
 /// prediction) beside ours, the criterion ours must meet and the verdict.
@@ -237,6 +240,7 @@ pub fn reproduce(
             "corpora" => corpora_part(dir, scale, seed, &mut tick),
             "torture" => torture_part(dir, scale, seed, &mut tick, &mut tortures),
             "atto" => atto_part(dir, scale, seed, &mut tick, &mut tortures),
+            "resilience" => resilience_part::resilience_part(dir, scale, seed, &mut tick),
             "raid" => raid_part(dir, scale, seed, &mut tick),
             "optimizer" => optimizer_part(scale, seed, &mut tick),
             _ => smart_part(scale, seed, &mut tick),
