@@ -39,8 +39,9 @@ pub struct ResilienceSpec {
     pub duration: Duration,
     /// Torture queue depth (the review: 32).
     pub qd: u32,
-    /// AS-SSD's file size; a scale model writes the same share of its
-    /// drive as 1 GB is of the full one.
+    /// AS-SSD's file size (the report keeps AS-SSD's 1 GiB, at most a
+    /// quarter of a scale model: a file scaled with the drive would fit in
+    /// the free blocks idle GC leaves).
     pub file_bytes: u64,
     /// Seed.
     pub seed: u64,
