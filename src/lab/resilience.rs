@@ -19,12 +19,11 @@ use crate::config::DriveConfig;
 use crate::content::pattern::{unit_seed, DataSpec};
 use crate::device::Drive;
 use crate::host::{BlockDevice, HostQueue};
-use crate::lab::torture::{format_trim, pause, Duration};
+use crate::lab::torture::{fill_and_torture, format_trim, pause, Duration};
 use crate::lab::StudyError;
 use crate::units::{Lba, SECTOR_BYTES};
 use crate::workload::access::{Distribution, Rw};
-use crate::workload::job::{fill_spec, run_job, JobSpec, Limit};
-use crate::workload::review::HDTACH_REQUEST;
+use crate::workload::job::{run_job, JobSpec, Limit};
 
 /// AS-SSD's sequential test file: 1 GB (AS-SSD's "1 GB", 2^30 bytes).
 pub const AS_SSD_FILE_BYTES: u64 = 1 << 30;
@@ -119,36 +118,9 @@ pub fn resilience(
     progress("as-ssd clean", 0.0);
     let clean = pass(&mut drive, 0)?;
     drive.secure_erase();
-    let before = drive.stats();
-    run_job(&mut drive, &fill_spec(capacity, HDTACH_REQUEST, 32, data, unit_seed(spec.seed, 10)), &mut |f| {
-        progress("fill", 0.05 + f * 0.15)
+    let (t, waf) = fill_and_torture(&mut drive, config, spec.duration, spec.qd, 1.0, data, spec.seed, &mut |p, f| {
+        progress(p, if p == "fill" { 0.05 + f * 0.15 } else { 0.2 + f * 0.7 })
     })?;
-    let limit = match spec.duration {
-        Duration::DriveWrites(x) => Limit::Ops((x * (capacity / 4096) as f64).round() as u64),
-        // A scale model runs the same share of 20 minutes as it has of the
-        // full drive's LBAs (as `torture` does).
-        Duration::Minutes(m) => {
-            let full = DriveConfig::preset(&config.name).map_or(capacity, |p| p.logical_bytes).max(capacity);
-            Limit::Time((m * 60e9 * capacity as f64 / full as f64) as u64)
-        }
-    };
-    let job = JobSpec {
-        name: "torture".into(),
-        rw: Rw::RandWrite,
-        bs: 4096,
-        iodepth: spec.qd,
-        offset: 0,
-        length: capacity / 4096 * 4096,
-        limit,
-        rwmixread: 0,
-        distribution: Distribution::Random,
-        data,
-        seed: unit_seed(spec.seed, 11),
-    };
-    let t = run_job(&mut drive, &job, &mut |f| progress("torture", 0.2 + f * 0.7))?;
-    let after = drive.stats();
-    let waf = (after.nand_bytes_programmed - before.nand_bytes_programmed) as f64
-        / (after.host_write_bytes - before.host_write_bytes).max(1) as f64;
     pause(&mut drive)?;
     progress("as-ssd tortured", 0.9);
     let tortured = pass(&mut drive, 1)?;

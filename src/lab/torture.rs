@@ -19,7 +19,7 @@ use crate::lab::plot::{LineChart, Series};
 use crate::lab::StudyError;
 use crate::units::Lba;
 use crate::workload::access::{Distribution, Rw};
-use crate::workload::job::{fill_spec, run_job, JobSpec, Limit};
+use crate::workload::job::{fill_spec, run_job, JobResult, JobSpec, Limit};
 use crate::workload::review::{atto, hdtach_taped, AttoPoint, HdTach, Isolation, HDTACH_REQUEST};
 
 /// Simulated idle time between the protocol's steps (a reviewer starting
@@ -185,6 +185,53 @@ pub enum Reuse {
     Encodings,
 }
 
+/// The reviews' preparation of a secure-erased drive: a sequential fill
+/// with `data`, then 4 KiB random writes of it at `qd` over the first
+/// `span` of the LBAs for `duration` (a scale model runs the same share of
+/// the minutes as it has of the full drive's LBAs). Returns the torture
+/// job's result and the WAF over fill and torture; `progress` gets "fill"
+/// or "torture" and that phase's fraction done.
+#[allow(clippy::too_many_arguments)]
+pub fn fill_and_torture(
+    drive: &mut Drive,
+    config: &DriveConfig,
+    duration: Duration,
+    qd: u32,
+    span: f64,
+    data: DataSpec,
+    seed: u64,
+    progress: &mut dyn FnMut(&str, f64),
+) -> Result<(JobResult, f64), StudyError> {
+    let capacity = config.logical_bytes;
+    let before = drive.stats();
+    run_job(drive, &fill_spec(capacity, HDTACH_REQUEST, 32, data, unit_seed(seed, 10)), &mut |f| progress("fill", f))?;
+    let limit = match duration {
+        Duration::DriveWrites(x) => Limit::Ops((x * (capacity / 4096) as f64).round() as u64),
+        Duration::Minutes(m) => {
+            let full = DriveConfig::preset(&config.name).map_or(capacity, |p| p.logical_bytes).max(capacity);
+            Limit::Time((m * 60e9 * capacity as f64 / full as f64) as u64)
+        }
+    };
+    let job = JobSpec {
+        name: "torture".into(),
+        rw: Rw::RandWrite,
+        bs: 4096,
+        iodepth: qd,
+        offset: 0,
+        length: ((capacity as f64 * span.clamp(0.0, 1.0)) as u64 / 4096 * 4096).max(4096),
+        limit,
+        rwmixread: 0,
+        distribution: Distribution::Random,
+        data,
+        seed: unit_seed(seed, 11),
+    };
+    let t = run_job(drive, &job, &mut |f| progress("torture", f))?;
+    let after = drive.stats();
+    let waf = (after.nand_bytes_programmed - before.nand_bytes_programmed) as f64
+        / (after.host_write_bytes - before.host_write_bytes).max(1) as f64;
+    Ok((t, waf))
+}
+
 /// [`torture`], saying whether the write sweeps reuse encodings.
 pub fn torture_reusing(
     config: &DriveConfig,
@@ -233,34 +280,10 @@ pub fn torture_reusing(
         };
     let clean = pass(&mut drive, "hdtach clean", 0, progress)?;
     drive.secure_erase();
-    let before = drive.stats();
-    run_job(&mut drive, &fill_spec(capacity, HDTACH_REQUEST, 32, data, unit_seed(spec.seed, 10)), &mut |f| {
-        progress("fill", 0.1 + f * 0.1)
-    })?;
-    let limit = match spec.duration {
-        Duration::DriveWrites(x) => Limit::Ops((x * (capacity / 4096) as f64).round() as u64),
-        Duration::Minutes(m) => {
-            let full = DriveConfig::preset(&config.name).map_or(capacity, |p| p.logical_bytes).max(capacity);
-            Limit::Time((m * 60e9 * capacity as f64 / full as f64) as u64)
-        }
-    };
-    let job = JobSpec {
-        name: "torture".into(),
-        rw: Rw::RandWrite,
-        bs: 4096,
-        iodepth: spec.qd,
-        offset: 0,
-        length: ((capacity as f64 * spec.span.clamp(0.0, 1.0)) as u64 / 4096 * 4096).max(4096),
-        limit,
-        rwmixread: 0,
-        distribution: Distribution::Random,
-        data,
-        seed: unit_seed(spec.seed, 11),
-    };
-    let t = run_job(&mut drive, &job, &mut |f| progress("torture", 0.2 + f * 0.4))?;
-    let after = drive.stats();
-    let waf = (after.nand_bytes_programmed - before.nand_bytes_programmed) as f64
-        / (after.host_write_bytes - before.host_write_bytes).max(1) as f64;
+    let (t, waf) =
+        fill_and_torture(&mut drive, config, spec.duration, spec.qd, spec.span, data, spec.seed, &mut |p, f| {
+            progress(p, if p == "fill" { 0.1 + f * 0.1 } else { 0.2 + f * 0.4 })
+        })?;
     pause(&mut drive)?;
     let tortured = pass(&mut drive, "hdtach tortured", 1, progress)?;
     let first = format_trim(&mut drive)?;
