@@ -251,17 +251,32 @@ impl ImageWriter {
     /// Flushes and fsyncs the file, renames it over the target and fsyncs
     /// the directory: a crash leaves either the old image or the new one.
     pub fn commit(self) -> Result<(), ImageError> {
-        let ImageWriter { out, mut tmp, path } = self;
-        let file = out.into_inner().map_err(|e| io_err("write", &tmp.path, e.into_error()))?;
-        file.sync_all().map_err(|e| io_err("fsync", &tmp.path, e))?;
-        drop(file);
-        std::fs::rename(&tmp.path, &path).map_err(|e| io_err("rename", &path, e))?;
-        tmp.placed = true;
+        let path = self.place(true)?;
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
         };
         File::open(&dir).and_then(|d| d.sync_all()).map_err(|e| io_err("fsync directory", &dir, e))
+    }
+
+    /// Flushes the file and renames it over the target, without fsync: for
+    /// a scratch image the same process reads back from the page cache.
+    pub fn commit_unsynced(self) -> Result<(), ImageError> {
+        self.place(false).map(drop)
+    }
+
+    /// Flushes the file (and fsyncs it when `sync`), then renames it over
+    /// the target; returns the target.
+    fn place(self, sync: bool) -> Result<PathBuf, ImageError> {
+        let ImageWriter { out, mut tmp, path } = self;
+        let file = out.into_inner().map_err(|e| io_err("write", &tmp.path, e.into_error()))?;
+        if sync {
+            file.sync_all().map_err(|e| io_err("fsync", &tmp.path, e))?;
+        }
+        drop(file);
+        std::fs::rename(&tmp.path, &path).map_err(|e| io_err("rename", &path, e))?;
+        tmp.placed = true;
+        Ok(path)
     }
 }
 

@@ -75,6 +75,18 @@ impl Drive {
     /// Saves the whole drive to an image at `path`, replacing any file
     /// there atomically (see [`crate::image`] for the file format).
     pub fn save(&self, path: &Path) -> Result<(), ImageError> {
+        self.write_image(path)?.commit()
+    }
+
+    /// Saves a scratch image that this process loads back and removes
+    /// (a write sweep's isolation): the same file, renamed into place
+    /// without the fsyncs that make [`Drive::save`] survive a crash.
+    pub fn save_scratch(&self, path: &Path) -> Result<(), ImageError> {
+        self.write_image(path)?.commit_unsynced()
+    }
+
+    /// Writes every section to an image that replaces `path` when committed.
+    fn write_image(&self, path: &Path) -> Result<ImageWriter, ImageError> {
         let summary =
             ImageSummary { written_by: env!("CARGO_PKG_VERSION").into(), now_ns: self.now.0, stats: self.stats() };
         let mut w = ImageWriter::create(path)?;
@@ -92,7 +104,7 @@ impl Drive {
             *b"DRIV",
             &(&self.counters, self.clock, self.live_bytes, self.now, read_cache, &self.map_cache, &self.timeline),
         )?;
-        w.commit()
+        Ok(w)
     }
 
     /// Loads a drive saved by [`Drive::save`]. Every section's checksum is
