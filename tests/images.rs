@@ -259,23 +259,31 @@ proptest! {
 
 /// A write sweep isolated by an image round trip measures what one on a
 /// clone does and leaves the same drive behind (the full-size torture uses
-/// it so that measuring does not double the memory).
+/// it so that measuring does not double the memory); one that consumes the
+/// drive (a protocol's last pass) measures the same, and what it shows
+/// between its sweeps is the state the others restore.
 #[test]
 fn an_image_isolated_write_sweep_equals_a_cloned_one() {
     use duraflash::content::pattern::DataSpec;
     use duraflash::workload::job::{fill_spec, run_job};
-    use duraflash::workload::review::{hdtach_isolated, Isolation};
+    use duraflash::workload::review::{hdtach_between, hdtach_isolated, Isolation};
     let mut cfg = DriveConfig::preset("sf2281-240g").and_then(|c| c.scaled(64 << 20)).expect("preset");
     cfg.media = Media::MetadataOnly;
     let data = DataSpec::compressible(50).unwrap();
     let mut a = Drive::new(cfg.clone()).unwrap();
     run_job(&mut a, &fill_spec(cfg.logical_bytes, 128 << 10, 32, data, 3), &mut |_| {}).unwrap();
-    let mut b = a.clone();
+    let (mut b, mut c) = (a.clone(), a.clone());
     let by_clone = hdtach_isolated(&mut a, 8, data, 5, Isolation::Clone, &mut |_| {}).unwrap();
     let by_image = hdtach_isolated(&mut b, 8, data, 5, Isolation::Image, &mut |_| {}).unwrap();
     assert_eq!(by_clone, by_image);
     assert_eq!(a.stats(), b.stats(), "the image round trip restored the drive");
     assert_eq!(a.now(), b.now());
+    let seen = |d: &Drive| Ok((d.stats(), d.now()));
+    let (by_consuming, between) =
+        hdtach_between(&mut c, 8, data, 5, Isolation::Consume, &mut None, seen, &mut |_| {}).unwrap();
+    assert_eq!(by_consuming, by_clone);
+    assert_eq!(between, (a.stats(), a.now()), "between the sweeps: the state the others restore");
+    assert!(c.stats().host_write_bytes > a.stats().host_write_bytes, "consumed: the sweep's writes stay");
     let again = |d: &mut Drive| hdtach_isolated(d, 4, data, 9, Isolation::Clone, &mut |_| {}).unwrap();
     assert_eq!(again(&mut a), again(&mut b), "later commands behave alike");
     b.check_invariants().unwrap();

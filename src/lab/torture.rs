@@ -14,13 +14,15 @@ use crate::content::pattern::{unit_seed, DataSpec};
 use crate::datapath::tape::Tape;
 use crate::device::Drive;
 use crate::firmware::DSM_MAX_SECTORS;
+use crate::host::smart::Smart;
 use crate::host::{BlockDevice, HostQueue};
 use crate::lab::plot::{LineChart, Series};
 use crate::lab::StudyError;
 use crate::units::Lba;
 use crate::workload::access::{Distribution, Rw};
 use crate::workload::job::{fill_spec, run_job, JobResult, JobSpec, Limit};
-use crate::workload::review::{atto, hdtach_taped, AttoPoint, HdTach, Isolation, HDTACH_REQUEST};
+use crate::workload::review::{atto, hdtach_between, AttoPoint, HdTach, Isolation, HDTACH_REQUEST};
+use crate::workload::WorkloadError;
 
 /// Simulated idle time between the protocol's steps (a reviewer starting
 /// the next tool): queued background work drains, idle GC runs.
@@ -139,9 +141,10 @@ pub struct TortureReport {
     pub after_trim: State,
     /// After trimming everything again.
     pub after_second_trim: State,
-    /// SMART attributes at the end (the CLI adds them to JSON when asked).
+    /// SMART attributes of the protocol's last state, taken before that
+    /// pass's write sweep (the CLI adds them to JSON when asked).
     #[serde(skip)]
-    pub smart: crate::host::smart::Smart,
+    pub smart: Smart,
 }
 
 /// TRIMs every LBA the way Windows does on a format: ranges of at most
@@ -261,37 +264,42 @@ pub fn torture_reusing(
     };
     // Pass `k` (0 clean .. 3 after the second TRIM) runs at `0.6 + 0.1 k`
     // of the whole protocol (clean at 0), its ATTO with a seed of its own.
-    let mut pass =
-        |drive: &mut Drive, name: &str, k: u64, progress: &mut dyn FnMut(&str, f64)| -> Result<State, StudyError> {
-            let at = if k == 0 { 0.0 } else { 0.5 + 0.1 * k as f64 };
-            let isolation = Isolation::for_drive(drive);
-            let h = hdtach_taped(drive, spec.zones, data, seed, isolation, &mut tape, &mut |f| {
+    // What a pass reports of the drive (SMART included) is read between its
+    // two sweeps, so the last pass writes on the drive itself: nothing reads
+    // it after, and the copy is saved.
+    let mut pass = |drive: &mut Drive,
+                    name: &str,
+                    k: u64,
+                    progress: &mut dyn FnMut(&str, f64)|
+     -> Result<(State, Smart), StudyError> {
+        let at = if k == 0 { 0.0 } else { 0.5 + 0.1 * k as f64 };
+        let isolation = if k == 3 { Isolation::Consume } else { Isolation::for_drive(drive) };
+        let atto_seed = unit_seed(spec.seed, 20 + k);
+        let between = |d: &Drive| -> Result<_, WorkloadError> {
+            let atto = spec.atto_span.map(|span| atto(d, span, atto_seed, &mut |_| {})).transpose()?;
+            Ok((d.stats().mapped_units, atto, Smart::of(d)))
+        };
+        let (h, (mapped_units, atto, smart)) =
+            hdtach_between(drive, spec.zones, data, seed, isolation, &mut tape, between, &mut |f| {
                 progress(name, at + f * 0.1)
             })?;
-            let atto_seed = unit_seed(spec.seed, 20 + k);
-            let atto = spec.atto_span.map(|span| atto(drive, span, atto_seed, &mut |_| {})).transpose()?;
-            Ok(State {
-                read_mbps: h.read.avg_mbps,
-                write_mbps: h.write.avg_mbps,
-                mapped_units: drive.stats().mapped_units,
-                hdtach: h,
-                atto,
-            })
-        };
-    let clean = pass(&mut drive, "hdtach clean", 0, progress)?;
+        let state = State { read_mbps: h.read.avg_mbps, write_mbps: h.write.avg_mbps, mapped_units, hdtach: h, atto };
+        Ok((state, smart))
+    };
+    let (clean, _) = pass(&mut drive, "hdtach clean", 0, progress)?;
     drive.secure_erase();
     let (t, waf) =
         fill_and_torture(&mut drive, config, spec.duration, spec.qd, spec.span, data, spec.seed, &mut |p, f| {
             progress(p, if p == "fill" { 0.1 + f * 0.1 } else { 0.2 + f * 0.4 })
         })?;
     pause(&mut drive)?;
-    let tortured = pass(&mut drive, "hdtach tortured", 1, progress)?;
+    let (tortured, _) = pass(&mut drive, "hdtach tortured", 1, progress)?;
     let first = format_trim(&mut drive)?;
     pause(&mut drive)?;
-    let after_trim = pass(&mut drive, "hdtach after TRIM", 2, progress)?;
+    let (after_trim, _) = pass(&mut drive, "hdtach after TRIM", 2, progress)?;
     let second = format_trim(&mut drive)?;
     pause(&mut drive)?;
-    let after_second_trim = pass(&mut drive, "hdtach after 2nd TRIM", 3, progress)?;
+    let (after_second_trim, smart) = pass(&mut drive, "hdtach after 2nd TRIM", 3, progress)?;
     Ok(TortureReport {
         firmware: config.firmware.name.clone(),
         data: spec.data,
@@ -303,7 +311,7 @@ pub fn torture_reusing(
         tortured,
         after_trim,
         after_second_trim,
-        smart: crate::host::smart::Smart::of(&drive),
+        smart,
     })
 }
 

@@ -184,6 +184,9 @@ pub enum Isolation {
     /// Save an image to a temporary file, sweep the drive itself, then
     /// load the image back: the disk holds the copy instead of memory.
     Image,
+    /// Sweep the drive itself and leave it written: for a protocol's last
+    /// pass, whose state nobody looks at after the sweep.
+    Consume,
 }
 
 /// Drive state (metadata and kept chunk bytes) above which
@@ -229,39 +232,60 @@ pub fn hdtach_taped(
     tape: &mut Option<Tape>,
     progress: &mut dyn FnMut(f64),
 ) -> Result<HdTach, WorkloadError> {
+    let (h, ()) = hdtach_between(drive, zones, data, seed, isolation, tape, |_| Ok(()), progress)?;
+    Ok(h)
+}
+
+/// [`hdtach_taped`] that hands the drive to `between` after the read sweep
+/// and before the write sweep: the state the pass measures, which
+/// [`Isolation::Consume`] does not keep.
+#[allow(clippy::too_many_arguments)]
+pub fn hdtach_between<T>(
+    drive: &mut Drive,
+    zones: u32,
+    data: DataSpec,
+    seed: u64,
+    isolation: Isolation,
+    tape: &mut Option<Tape>,
+    between: impl FnOnce(&Drive) -> Result<T, WorkloadError>,
+    progress: &mut dyn FnMut(f64),
+) -> Result<(HdTach, T), WorkloadError> {
     let request = HDTACH_REQUEST;
     let read = sweep(drive, Rw::Read, request, zones, data, unit_seed(seed, 1), &mut |f| progress(f / 2.0))?;
+    let seen = between(drive)?;
     let write_seed = unit_seed(seed, 2);
-    let write = if isolation == Isolation::Clone {
-        let mut copy = profile::time(Phase::Copy, || drive.clone());
-        let write = taped(&mut copy, tape, |d| {
-            sweep(d, Rw::Write, request, zones, data, write_seed, &mut |f| progress(0.5 + f / 2.0))
-        });
-        profile::time(Phase::Copy, || drop(copy));
-        write?
-    } else {
-        static SWEEPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = SWEEPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let image = TempImage(std::env::temp_dir().join(format!("duraflash-sweep-{}-{n}.img", std::process::id())));
-        profile::time(Phase::Image, || drive.save(&image.0)).map_err(|source| WorkloadError::Image {
-            what: "saving the drive before the write sweep".into(),
-            source,
-        })?;
-        let write = taped(drive, tape, |d| {
-            sweep(d, Rw::Write, request, zones, data, write_seed, &mut |f| progress(0.5 + f / 2.0))
-        });
-        // Free the swept state before loading the saved one, so the two are
-        // never in memory together. A fresh drive of the same config holds
-        // only its per-block records: its map and chunk tables stay unbacked
-        // until written.
-        *drive = Drive::new(drive.config().clone())?;
-        *drive = profile::time(Phase::Image, || Drive::load(&image.0)).map_err(|source| WorkloadError::Image {
-            what: format!("restoring the drive after the write sweep from {}", image.0.display()),
-            source,
-        })?;
-        write?
+    let write_sweep =
+        |d: &mut Drive| sweep(d, Rw::Write, request, zones, data, write_seed, &mut |f| progress(0.5 + f / 2.0));
+    let write = match isolation {
+        Isolation::Clone => {
+            let mut copy = profile::time(Phase::Copy, || drive.clone());
+            let write = taped(&mut copy, tape, write_sweep);
+            profile::time(Phase::Copy, || drop(copy));
+            write?
+        }
+        Isolation::Consume => taped(drive, tape, write_sweep)?,
+        Isolation::Image => {
+            static SWEEPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let n = SWEEPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let image = TempImage(std::env::temp_dir().join(format!("duraflash-sweep-{}-{n}.img", std::process::id())));
+            profile::time(Phase::Image, || drive.save_scratch(&image.0)).map_err(|source| WorkloadError::Image {
+                what: "saving the drive before the write sweep".into(),
+                source,
+            })?;
+            let write = taped(drive, tape, write_sweep);
+            // Free the swept state before loading the saved one, so the two
+            // are never in memory together. A fresh drive of the same config
+            // holds only its per-block records: its map and chunk tables stay
+            // unbacked until written.
+            *drive = Drive::new(drive.config().clone())?;
+            *drive = profile::time(Phase::Image, || Drive::load(&image.0)).map_err(|source| WorkloadError::Image {
+                what: format!("restoring the drive after the write sweep from {}", image.0.display()),
+                source,
+            })?;
+            write?
+        }
     };
-    Ok(HdTach { read, write })
+    Ok((HdTach { read, write }, seen))
 }
 
 /// Runs `f` on `drive` holding `tape` (if any), then takes the tape back
