@@ -3,11 +3,12 @@
 //! the CPU time of the thread that ran it (`CLOCK_THREAD_CPUTIME_ID`), so
 //! work spread over several threads is summed, not overlapped; whatever the
 //! process spent besides is the simulation. Off, a phase costs one relaxed
-//! load; on, two clock reads (system calls) per timed piece of work, whose
-//! cost is measured when accounting starts and shown apart. The per-unit
-//! phases are timed per group of units a thread takes at a time (8 for
-//! lz4 and blake3, 16 for generation), not per unit: timing each 4 KiB
-//! unit made the clock reads a fifth of the full-size headline's CPU.
+//! load; on, two clock reads (system calls) per timed piece of work, or one
+//! for consecutive pieces on a thread ([`Laps`]), whose cost is measured
+//! when accounting starts and shown apart. The per-unit phases are timed
+//! per group of units a thread takes at a time (4 for lz4 and blake3, as
+//! laps, 16 for generation), not per unit: timing each 4 KiB unit made the
+//! clock reads a fifth of the full-size headline's CPU.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -32,6 +33,8 @@ const PHASES: usize = 5;
 static ENABLED: AtomicBool = AtomicBool::new(false);
 static NS: [AtomicU64; PHASES] = [const { AtomicU64::new(0) }; PHASES];
 static CALLS_BY: [AtomicU64; PHASES] = [const { AtomicU64::new(0) }; PHASES];
+/// Clock reads taken.
+static READS: AtomicU64 = AtomicU64::new(0);
 /// CPU nanoseconds one clock read takes, measured when accounting starts.
 static READ_NS: AtomicU64 = AtomicU64::new(0);
 
@@ -55,9 +58,43 @@ pub fn time<T>(phase: Phase, f: impl FnOnce() -> T) -> T {
     }
     let start = cpu_time::ThreadTime::now();
     let out = f();
-    NS[phase as usize].fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
-    CALLS_BY[phase as usize].fetch_add(1, Ordering::Relaxed);
+    add(phase, start.elapsed().as_nanos() as u64, 2);
     out
+}
+
+/// Adds one timed piece of `ns` to `phase`, which took `reads` clock reads.
+fn add(phase: Phase, ns: u64, reads: u64) {
+    NS[phase as usize].fetch_add(ns, Ordering::Relaxed);
+    CALLS_BY[phase as usize].fetch_add(1, Ordering::Relaxed);
+    READS.fetch_add(reads, Ordering::Relaxed);
+}
+
+/// Consecutive timed pieces of work on one thread: each [`Laps::lap`]
+/// ends the piece begun at the previous one (or at [`Laps::start`]), so a
+/// piece costs one clock read instead of two. Nothing else may run on the
+/// thread between two laps.
+pub struct Laps(Option<cpu_time::ThreadTime>);
+
+impl Laps {
+    /// Starts timing on this thread (when accounting is on).
+    #[inline]
+    pub fn start() -> Laps {
+        if !ENABLED.load(Ordering::Relaxed) {
+            return Laps(None);
+        }
+        READS.fetch_add(1, Ordering::Relaxed);
+        Laps(Some(cpu_time::ThreadTime::now()))
+    }
+
+    /// Adds the thread CPU time since the last lap to `phase`.
+    #[inline]
+    pub fn lap(&mut self, phase: Phase) {
+        if let Some(last) = self.0.as_mut() {
+            let now = cpu_time::ThreadTime::now();
+            add(phase, now.as_duration().saturating_sub(last.as_duration()).as_nanos() as u64, 1);
+            *last = now;
+        }
+    }
 }
 
 /// CPU seconds by phase since the process started accounting.
@@ -75,8 +112,8 @@ pub struct Split {
     pub image_s: f64,
     /// Drive copies.
     pub copy_s: f64,
-    /// The accounting's own clock reads (two per timed piece of work, at
-    /// the cost measured when it started), left out of the phases.
+    /// The accounting's own clock reads (at the cost measured when it
+    /// started), left out of the phases.
     pub profiling_s: f64,
     /// The rest: the simulation itself (FTL, GC, timing, job loop).
     pub simulation_s: f64,
@@ -94,8 +131,7 @@ impl Split {
             let calls = CALLS_BY[p as usize].load(Ordering::Relaxed) as f64;
             (NS[p as usize].load(Ordering::Relaxed) as f64 / 1e9 - calls * read_s).max(0.0)
         };
-        let calls: u64 = CALLS_BY.iter().map(|c| c.load(Ordering::Relaxed)).sum();
-        let profiling_s = 2.0 * read_s * calls as f64;
+        let profiling_s = read_s * READS.load(Ordering::Relaxed) as f64;
         let total = cpu.elapsed().as_secs_f64();
         let (generate_s, lz4_s, blake3_s, image_s, copy_s) =
             (s(Phase::Generate), s(Phase::Lz4), s(Phase::Blake3), s(Phase::Image), s(Phase::Copy));

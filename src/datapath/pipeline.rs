@@ -11,7 +11,7 @@
 
 use rayon::prelude::*;
 
-use crate::profile::{self, Phase};
+use crate::profile::{Laps, Phase};
 use crate::units::Fingerprint;
 
 /// Batches smaller than this are encoded on the calling thread: rayon's
@@ -20,9 +20,12 @@ const PARALLEL_MIN_UNITS: usize = 8;
 
 /// Units a thread takes at a time, each phase over all of them in turn
 /// (lz4, then blake3): few enough that a group's input and output stay in
-/// cache, enough that a profiled run's two clock reads per phase and
-/// group cost little beside the work.
-const GROUP_UNITS: usize = 8;
+/// cache, and that the smallest commit slice (8 units) is two groups, so
+/// the thread that applied the previous slice takes one instead of
+/// sleeping until the other thread has encoded the whole slice; enough
+/// that a profiled run's two clock reads per phase and group cost little
+/// beside the work.
+const GROUP_UNITS: usize = 4;
 
 /// The span of address bits the CPU compares when it checks whether a
 /// load depends on an earlier store. lz4 writes its output at nearly the
@@ -135,51 +138,57 @@ impl Encoder {
         out.units.clear();
         out.units.resize(units.len(), EncodedUnit::default());
         let serial = units.len() < PARALLEL_MIN_UNITS;
+        // Each thread times its run of groups as laps (see `profile::Laps`).
         if stride == 0 {
             // No compression: only fingerprints, and no arena.
-            let work = |(group, encs): (&[&[u8]], &mut [EncodedUnit])| self.encode_group(group, &mut [], 0, encs);
+            let work = |laps: &mut Laps, (group, encs): (&[&[u8]], &mut [EncodedUnit])| {
+                self.encode_group(laps, group, &mut [], 0, encs)
+            };
             if serial || !self.fingerprint {
-                units.chunks(GROUP_UNITS).zip(out.units.chunks_mut(GROUP_UNITS)).for_each(work);
+                let mut laps = Laps::start();
+                units.chunks(GROUP_UNITS).zip(out.units.chunks_mut(GROUP_UNITS)).for_each(|g| work(&mut laps, g));
             } else {
-                units.par_chunks(GROUP_UNITS).zip(out.units.par_chunks_mut(GROUP_UNITS)).for_each(work);
+                units
+                    .par_chunks(GROUP_UNITS)
+                    .zip(out.units.par_chunks_mut(GROUP_UNITS))
+                    .for_each_init(Laps::start, work);
             }
             return;
         }
         let slots = stride * GROUP_UNITS;
-        let work = |(group, encs): (Group, &mut [EncodedUnit])| self.encode_group(group.0, group.1, stride, encs);
+        let work = |laps: &mut Laps, (group, encs): (Group, &mut [EncodedUnit])| {
+            self.encode_group(laps, group.0, group.1, stride, encs)
+        };
         if serial {
+            let mut laps = Laps::start();
             units
                 .chunks(GROUP_UNITS)
                 .zip(out.arena.chunks_mut(slots))
                 .zip(out.units.chunks_mut(GROUP_UNITS))
-                .for_each(work);
+                .for_each(|g| work(&mut laps, g));
         } else {
             units
                 .par_chunks(GROUP_UNITS)
                 .zip(out.arena.par_chunks_mut(slots))
                 .zip(out.units.par_chunks_mut(GROUP_UNITS))
-                .for_each(work);
+                .for_each_init(Laps::start, work);
         }
     }
 
     /// Encodes a group of units into their slots (`stride` bytes each, or
     /// none without compression): all of them through lz4, then all
     /// through blake3, so a profiled run times each phase once a group.
-    fn encode_group(&self, units: &[&[u8]], slots: &mut [u8], stride: usize, out: &mut [EncodedUnit]) {
+    fn encode_group(&self, laps: &mut Laps, units: &[&[u8]], slots: &mut [u8], stride: usize, out: &mut [EncodedUnit]) {
         if self.compression {
-            profile::time(Phase::Lz4, || {
-                for ((unit, slot), enc) in units.iter().zip(slots.chunks_mut(stride)).zip(out.iter_mut()) {
-                    debug_assert_eq!(unit.len(), self.unit_bytes, "pipeline input must be whole units");
-                    let at = unaliased_offset(unit.as_ptr(), slot.as_ptr());
-                    // The slot is sized by slot_bytes, so this cannot fail.
-                    let n = lz4_flex::block::compress_into(unit, &mut slot[at..]).unwrap_or(unit.len());
-                    *enc = EncodedUnit {
-                        fingerprint: Fingerprint::default(),
-                        len: n.min(unit.len()) as u32,
-                        at: at as u32,
-                    };
-                }
-            });
+            for ((unit, slot), enc) in units.iter().zip(slots.chunks_mut(stride)).zip(out.iter_mut()) {
+                debug_assert_eq!(unit.len(), self.unit_bytes, "pipeline input must be whole units");
+                let at = unaliased_offset(unit.as_ptr(), slot.as_ptr());
+                // The slot is sized by slot_bytes, so this cannot fail.
+                let n = lz4_flex::block::compress_into(unit, &mut slot[at..]).unwrap_or(unit.len());
+                *enc =
+                    EncodedUnit { fingerprint: Fingerprint::default(), len: n.min(unit.len()) as u32, at: at as u32 };
+            }
+            laps.lap(Phase::Lz4);
         } else {
             for (unit, enc) in units.iter().zip(out.iter_mut()) {
                 debug_assert_eq!(unit.len(), self.unit_bytes, "pipeline input must be whole units");
@@ -187,17 +196,16 @@ impl Encoder {
             }
         }
         if self.fingerprint {
-            profile::time(Phase::Blake3, || {
-                for (i, (unit, enc)) in units.iter().zip(out.iter_mut()).enumerate() {
-                    let stored = if enc.len as usize == unit.len() {
-                        unit
-                    } else {
-                        let at = i * stride + enc.at as usize;
-                        &slots[at..at + enc.len as usize]
-                    };
-                    enc.fingerprint = Fingerprint::of(stored);
-                }
-            });
+            for (i, (unit, enc)) in units.iter().zip(out.iter_mut()).enumerate() {
+                let stored = if enc.len as usize == unit.len() {
+                    unit
+                } else {
+                    let at = i * stride + enc.at as usize;
+                    &slots[at..at + enc.len as usize]
+                };
+                enc.fingerprint = Fingerprint::of(stored);
+            }
+            laps.lap(Phase::Blake3);
         }
     }
 }
