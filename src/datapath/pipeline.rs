@@ -23,8 +23,8 @@ const PARALLEL_MIN_UNITS: usize = 8;
 /// cache, and that the smallest commit slice (8 units) is two groups, so
 /// the thread that applied the previous slice takes one instead of
 /// sleeping until the other thread has encoded the whole slice; enough
-/// that a profiled run's two clock reads per phase and group cost little
-/// beside the work.
+/// that a profiled run's clock read per phase and group (a lap) costs
+/// little beside the work.
 const GROUP_UNITS: usize = 4;
 
 /// The span of address bits the CPU compares when it checks whether a
