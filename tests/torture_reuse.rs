@@ -7,8 +7,20 @@
 use duraflash::content::pattern::DataSpec;
 use duraflash::datapath::tape::Tape;
 use duraflash::lab::torture::{torture_reusing, Duration, Reuse, TortureData, TortureSpec};
-use duraflash::workload::review::{hdtach_taped, Isolation};
+use duraflash::workload::review::{hdtach_between, HdTach, Isolation};
+use duraflash::workload::WorkloadError;
 use duraflash::{Drive, DriveConfig};
+
+/// An HD Tach pass (seed 7) whose write sweep uses `tape`.
+fn taped(
+    d: &mut Drive,
+    zones: u32,
+    data: DataSpec,
+    isolation: Isolation,
+    tape: &mut Option<Tape>,
+) -> Result<HdTach, WorkloadError> {
+    hdtach_between(d, zones, data, 7, isolation, tape, |_| Ok(()), &mut |_| {}).map(|(h, ())| h)
+}
 
 fn config(capacity: u64) -> DriveConfig {
     let mut cfg = DriveConfig::preset("sf2281-240g").unwrap().scaled(capacity).unwrap();
@@ -48,7 +60,7 @@ fn a_tape_replays_through_clones_and_images_and_refuses_other_sweeps() {
     let path = std::env::temp_dir().join(format!("duraflash-reuse-test-{}.tape", std::process::id()));
     let mut tape = Some(Tape::create(&path).unwrap());
     let mut fresh = Drive::new(cfg.clone()).unwrap();
-    let recorded = hdtach_taped(&mut fresh, 8, data, 7, Isolation::Clone, &mut tape, &mut |_| {}).unwrap();
+    let recorded = taped(&mut fresh, 8, data, Isolation::Clone, &mut tape).unwrap();
     let t = tape.as_ref().unwrap();
     assert!(t.replaying() && t.units() == (128 << 20) / 4096, "{t:?}");
     // A drive holding other data, swept both ways, with and without the tape.
@@ -62,15 +74,15 @@ fn a_tape_replays_through_clones_and_images_and_refuses_other_sweeps() {
     .unwrap();
     for isolation in [Isolation::Clone, Isolation::Image] {
         let (mut a, mut b) = (held.clone(), held.clone());
-        let plain = hdtach_taped(&mut a, 8, data, 7, isolation, &mut None, &mut |_| {}).unwrap();
-        let replayed = hdtach_taped(&mut b, 8, data, 7, isolation, &mut tape, &mut |_| {}).unwrap();
+        let plain = taped(&mut a, 8, data, isolation, &mut None).unwrap();
+        let replayed = taped(&mut b, 8, data, isolation, &mut tape).unwrap();
         assert_eq!(plain, replayed, "{isolation:?}");
         assert_ne!(plain.write, recorded.write, "the state shows in the write sweep");
         assert_eq!(a.stats(), b.stats(), "{isolation:?}: the swept state is restored either way");
     }
     // Seven zones write fewer units than eight (each zone rounds down to whole requests).
     let mut c = held.clone();
-    let refused = hdtach_taped(&mut c, 7, data, 7, Isolation::Clone, &mut tape, &mut |_| {});
+    let refused = taped(&mut c, 7, data, Isolation::Clone, &mut tape);
     assert!(refused.is_err(), "a sweep of another length is refused");
     let mut memory = cfg.clone();
     memory.media = duraflash::Media::Memory;

@@ -277,7 +277,8 @@ pub fn torture_reusing(
         let atto_seed = unit_seed(spec.seed, 20 + k);
         let between = |d: &Drive| -> Result<_, WorkloadError> {
             let atto = spec.atto_span.map(|span| atto(d, span, atto_seed, &mut |_| {})).transpose()?;
-            Ok((d.stats().mapped_units, atto, Smart::of(d)))
+            let stats = d.stats();
+            Ok((stats.mapped_units, atto, Smart::from_parts(d.config(), &stats, d.now())))
         };
         let (h, (mapped_units, atto, smart)) =
             hdtach_between(drive, spec.zones, data, seed, isolation, &mut tape, between, &mut |f| {

@@ -216,29 +216,16 @@ pub fn hdtach_isolated(
     isolation: Isolation,
     progress: &mut dyn FnMut(f64),
 ) -> Result<HdTach, WorkloadError> {
-    hdtach_taped(drive, zones, data, seed, isolation, &mut None, progress)
+    hdtach_between(drive, zones, data, seed, isolation, &mut None, |_| Ok(()), progress).map(|(h, ())| h)
 }
 
-/// [`hdtach_isolated`] with the write sweep recording into or playing back
-/// from `tape` (see [`Tape`]), which is rewound after it for the next
-/// sweep: the caller vouches that every sweep on one tape writes the same
-/// content (the same `zones`, `data`, `seed` and drive capacity).
-pub fn hdtach_taped(
-    drive: &mut Drive,
-    zones: u32,
-    data: DataSpec,
-    seed: u64,
-    isolation: Isolation,
-    tape: &mut Option<Tape>,
-    progress: &mut dyn FnMut(f64),
-) -> Result<HdTach, WorkloadError> {
-    let (h, ()) = hdtach_between(drive, zones, data, seed, isolation, tape, |_| Ok(()), progress)?;
-    Ok(h)
-}
-
-/// [`hdtach_taped`] that hands the drive to `between` after the read sweep
-/// and before the write sweep: the state the pass measures, which
-/// [`Isolation::Consume`] does not keep.
+/// An HD Tach pass that hands the drive to `between` after the read sweep
+/// and before the write sweep (the state the pass measures, which
+/// [`Isolation::Consume`] does not keep), with the write sweep recording
+/// into or playing back from `tape` (see [`Tape`]), which is rewound after
+/// it for the next sweep: the caller vouches that every sweep on one tape
+/// writes the same content (the same `zones`, `data`, `seed` and drive
+/// capacity).
 #[allow(clippy::too_many_arguments)]
 pub fn hdtach_between<T>(
     drive: &mut Drive,
