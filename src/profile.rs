@@ -115,6 +115,10 @@ pub struct Split {
     /// The accounting's own clock reads (at the cost measured when it
     /// started), left out of the phases.
     pub profiling_s: f64,
+    /// Clock reads the accounting took.
+    pub clock_reads: u64,
+    /// Timed pieces of work (each read its clock about once).
+    pub timed_pieces: u64,
     /// The rest: the simulation itself (FTL, GC, timing, job loop).
     pub simulation_s: f64,
     /// Wall seconds from `started` to now.
@@ -143,6 +147,8 @@ impl Split {
             image_s,
             copy_s,
             profiling_s,
+            clock_reads: READS.load(Ordering::Relaxed),
+            timed_pieces: CALLS_BY.iter().map(|c| c.load(Ordering::Relaxed)).sum(),
             simulation_s: (total - generate_s - lz4_s - blake3_s - image_s - copy_s - profiling_s).max(0.0),
             wall_s: wall.elapsed().as_secs_f64(),
         }
