@@ -117,7 +117,7 @@ pub struct Split {
     pub profiling_s: f64,
     /// Clock reads the accounting took.
     pub clock_reads: u64,
-    /// Timed pieces of work (each read its clock about once).
+    /// Timed pieces of work (one clock read each as laps, two alone).
     pub timed_pieces: u64,
     /// The rest: the simulation itself (FTL, GC, timing, job loop).
     pub simulation_s: f64,

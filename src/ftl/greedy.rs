@@ -11,10 +11,10 @@
 
 use crate::ftl::victim;
 
-/// Buckets per index at the least: coarse enough that most invalidations
-/// leave a block in its bucket on a small drive (a 2 MiB block's buckets
-/// are 32 KiB, eight 4 KiB units: with 4 KiB buckets every content-free
-/// overwrite moved a block).
+/// The bound on buckets for a small drive (under 2048 blocks): coarse
+/// enough that most invalidations leave a block in its bucket (a 2 MiB
+/// block's buckets are then 32 KiB, eight 4 KiB units: with 4 KiB buckets
+/// every content-free overwrite moved a block).
 const MIN_BUCKETS: u32 = 128;
 
 /// Blocks per bucket, on average over all buckets, that a larger drive
@@ -24,7 +24,8 @@ const MIN_BUCKETS: u32 = 128;
 /// content-free CPU time (perf); with 4097 it takes 3 %.
 const BLOCKS_PER_BUCKET: u32 = 16;
 
-/// Buckets per index at the most (a bucket's `Vec` is 24 bytes).
+/// The bound on buckets for the largest drives (a bucket's `Vec` is 24
+/// bytes).
 const MAX_BUCKETS: u32 = 1 << 14;
 
 /// An indexed block with its key.
