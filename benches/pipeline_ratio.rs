@@ -5,7 +5,9 @@
 //! The contenders take turns, batch by batch, each on a fresh batch of the
 //! same generator, so machine noise that drifts over seconds falls on all
 //! alike. Each prints its best and median batch; the ratios are to raw on
-//! one thread. The drive is the one of `benches/pipeline.rs`
+//! one thread. The paired line takes each round's drive batch against
+//! raw's on as many threads, milliseconds apart, and gives the median
+//! round. The drive is the one of `benches/pipeline.rs`
 //! (metadata-only, written sequentially and wrapping); on one thread it
 //! runs on the bench thread itself, where `raw` runs. `raw` on two threads
 //! (each half of the batch on its own thread) shows what the machine gives
@@ -62,8 +64,9 @@ fn main() {
         let mib_s = |s: f64| (UNIT * BATCH_UNITS) as f64 / s / f64::from(1 << 20);
         for (what, pick) in [("best", 0.0), ("median", 0.5)] {
             let t: Vec<f64> = secs
-                .iter_mut()
+                .iter()
                 .map(|s| {
+                    let mut s = s.clone();
                     s.sort_by(f64::total_cmp);
                     s[((s.len() - 1) as f64 * pick) as usize]
                 })
@@ -71,5 +74,19 @@ fn main() {
             let cells: String = t.iter().map(|&x| format!("{:>13.0} MiB/s {:>5.2}x", mib_s(x), t[0] / x)).collect();
             println!("{:<22}{cells}", format!("{name} {what}"));
         }
+        // Each round's drive against raw on as many threads in the same
+        // round: drift that the best and median batches of the two see
+        // at different times cancels in the pair.
+        let paired = |drive: usize, raw: usize| {
+            let mut r: Vec<f64> = secs[raw].iter().zip(&secs[drive]).map(|(r, d)| r / d).collect();
+            r.sort_by(f64::total_cmp);
+            r[r.len() / 2]
+        };
+        println!(
+            "{:<22}{:>78}{:>26}",
+            format!("{name} paired"),
+            format!("median round {:.2}x of raw, 1 thread", paired(2, 0)),
+            format!("{:.2}x of raw, 2 threads", paired(3, 1))
+        );
     }
 }
