@@ -118,6 +118,7 @@ fn help_wraps_and_shows_the_one_capacity_and_media_default_and_the_gc_values() {
         }
         if help.contains("--capacity <CAPACITY>") {
             assert!(help.contains("[default: 1GiB]"), "{cmd} --help hides the --capacity default");
+            assert!(help.contains("'full'"), "{cmd} --capacity does not take 'full'");
         }
     }
 }
@@ -270,4 +271,34 @@ fn gen_trace_without_arguments_prints_its_usage_not_a_traceback() {
         assert!(err.contains("usage: gen-trace.py msr|fiu RECORDS"), "{args:?}: {err}");
         assert!(!err.contains("Traceback"), "{args:?}: {err}");
     }
+}
+
+#[test]
+fn capacity_full_means_the_presets_own_size_on_every_command() {
+    // Refused for another reason after the drive is built: 'full' parsed.
+    usage_error(&["optimizer", "--capacity", "full", "--preset", "sf2281-240g"], &["--preset sf2281-240g"]);
+    // A sweep's jobs carry it as given, for each job to size its own drive.
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("full-jobs-{}", std::process::id()));
+    let jobs = dir.join("jobs.txt");
+    let points = dir.join("points");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = duraflash(&[
+        "sweep",
+        "--capacity",
+        "full",
+        "--op",
+        "10%,30%",
+        "--compress-pct",
+        "0",
+        "--dedupe-pct",
+        "0",
+        "--emit-jobs",
+        jobs.to_str().unwrap(),
+        "--points-dir",
+        points.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&jobs).unwrap();
+    assert_eq!(text.lines().count(), 2);
+    assert!(text.lines().all(|l| l.contains(" --capacity full ")), "{text}");
 }

@@ -6,14 +6,16 @@ use std::path::PathBuf;
 use clap::Args;
 use serde::Serialize;
 
+use duraflash::config::overrides::Capacity;
 use duraflash::config::{DriveConfig, GcPolicy, Media};
 use duraflash::host::smart::Smart;
 use duraflash::lab::plot;
 use duraflash::lab::sweep::{self as sw, Grid, SweepRun};
-use duraflash::ByteSize;
 
 use super::output::{emit, name, progress_bar, with_phases, with_progress, PlotDir, Provenance};
-use super::{parse_gc, parse_media, parse_op, parse_pct, setup_threads, DriveArgs, Failure, Output, Reads};
+use super::{
+    parse_capacity, parse_gc, parse_media, parse_op, parse_pct, setup_threads, DriveArgs, Failure, Output, Reads,
+};
 
 #[derive(Args)]
 pub(crate) struct CorpusArgs {
@@ -168,9 +170,9 @@ pub(crate) struct SweepArgs {
     /// Built-in drive preset.
     #[arg(long, default_value = "sf2281-240g")]
     preset: String,
-    /// Host capacity of every point's drive.
-    #[arg(long, default_value = "1GiB")]
-    capacity: ByteSize,
+    /// Host capacity of every point's drive, or 'full' for the preset's own.
+    #[arg(long, default_value = "1GiB", value_parser = parse_capacity)]
+    capacity: Capacity,
     /// What the NAND keeps.
     #[arg(long, value_parser = parse_media, default_value = "metadata-only")]
     media: Media,
@@ -265,7 +267,7 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<(), Failure> {
         }
     }
     let mut base = DriveConfig::preset(&args.preset).map_err(|e| Failure::Usage(format!("--preset: {e}")))?;
-    base = base.scaled(args.capacity.0).map_err(|e| Failure::Usage(format!("--capacity: {e}")))?;
+    base = args.capacity.apply(base).map_err(|e| Failure::Usage(format!("--capacity: {e}")))?;
     base.media = args.media;
     base.seed = args.seed;
     let points = grid.points();
@@ -278,7 +280,7 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<(), Failure> {
         let jobs = sw::JobLines {
             exe: &exe,
             preset: &args.preset,
-            capacity: args.capacity.0,
+            capacity: args.capacity,
             media: args.media,
             seed: args.seed,
             grid: &grid,

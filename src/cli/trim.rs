@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
+use duraflash::config::overrides::Capacity;
 use duraflash::config::DriveConfig;
 use duraflash::host::raid::{Layout, Level, TrimPolicy};
 use duraflash::host::smart::Smart;
@@ -15,7 +16,7 @@ use duraflash::lab::raid::{self, RaidReport, RaidSpec};
 use duraflash::{ByteSize, Drive};
 
 use super::output::{emit, size_label, with_phases, PlotDir, Provenance};
-use super::{setup_threads, DriveArgs, Failure, Output, Reads};
+use super::{parse_capacity, setup_threads, DriveArgs, Failure, Output, Reads};
 
 #[derive(Args)]
 pub(crate) struct RaidArgs {
@@ -171,9 +172,9 @@ pub(crate) struct OptimizerArgs {
     /// Built-in drive preset (a conventional drive: the trace writes no content).
     #[arg(long, default_value = "intel-x25m-g2-160g")]
     preset: String,
-    /// Scale the drive down to this host capacity.
-    #[arg(long, default_value = "1GiB")]
-    capacity: ByteSize,
+    /// Scale the drive down to this host capacity, or 'full' for the preset's own.
+    #[arg(long, default_value = "1GiB", value_parser = parse_capacity)]
+    capacity: Capacity,
     /// Seed of the filesystem content and the trace.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -193,7 +194,7 @@ pub(crate) struct OptimizerOutput<'a> {
 pub(crate) fn optimizer(args: OptimizerArgs) -> Result<(), Failure> {
     setup_threads(&args.out)?;
     let mut cfg = DriveConfig::preset(&args.preset)
-        .and_then(|c| c.scaled(args.capacity.0))
+        .and_then(|c| args.capacity.apply(c))
         .map_err(|e| Failure::Usage(format!("--preset/--capacity: {e}")))?;
     if cfg.compression || cfg.dedup {
         return Err(Failure::Usage(format!(

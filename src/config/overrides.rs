@@ -39,6 +39,26 @@ impl FromStr for Capacity {
     }
 }
 
+impl std::fmt::Display for Capacity {
+    /// `full`, or the bytes: what [`Capacity::from_str`] reads back.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Capacity::Full => f.write_str("full"),
+            Capacity::Bytes(b) => write!(f, "{b}"),
+        }
+    }
+}
+
+impl Capacity {
+    /// `config` scaled down to this capacity, or as it is for `full`.
+    pub fn apply(self, config: DriveConfig) -> Result<DriveConfig, ConfigError> {
+        match self {
+            Capacity::Full => Ok(config),
+            Capacity::Bytes(b) => config.scaled(b),
+        }
+    }
+}
+
 /// The largest over-provisioning accepted, as a fraction (1000 %): `--op`
 /// may not ask for more, and a `--capacity` whose smallest array would give
 /// more is refused (the preset's dies each need whole blocks, so a tiny
@@ -321,6 +341,9 @@ mod tests {
         assert_eq!((cfg.logical_bytes, cfg.compression, cfg.seed), (256 << 20, false, 9));
         assert_eq!(preset("sf2281-240g").build(Some(1 << 30)).unwrap().logical_bytes, 1 << 30);
         assert_eq!("full".parse::<Capacity>(), Ok(Capacity::Full));
+        for c in [Capacity::Full, Capacity::Bytes(1 << 30)] {
+            assert_eq!(c.to_string().parse::<Capacity>(), Ok(c), "{c} reads back");
+        }
         let e = preset("nope").build(None).unwrap_err();
         assert!(e.to_string().starts_with("--preset: unknown preset 'nope'"), "{e}");
         let mut o = preset("sf2281-240g");

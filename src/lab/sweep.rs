@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::config::overrides::Capacity;
 use crate::config::{DriveConfig, GcPolicy, Media};
 use crate::content::pattern::{unit_seed, DataSpec};
 use crate::device::Drive;
@@ -318,8 +319,8 @@ pub struct JobLines<'a> {
     pub exe: &'a Path,
     /// Drive preset.
     pub preset: &'a str,
-    /// Host capacity asked for, in bytes.
-    pub capacity: u64,
+    /// Host capacity asked for.
+    pub capacity: Capacity,
     /// What the NAND keeps.
     pub media: Media,
     /// Base seed.
