@@ -50,11 +50,19 @@ impl std::fmt::Display for Capacity {
 }
 
 impl Capacity {
+    /// The host bytes to scale to; `None` for `full`.
+    pub fn bytes(self) -> Option<u64> {
+        match self {
+            Capacity::Full => None,
+            Capacity::Bytes(b) => Some(b),
+        }
+    }
+
     /// `config` scaled down to this capacity, or as it is for `full`.
     pub fn apply(self, config: DriveConfig) -> Result<DriveConfig, ConfigError> {
-        match self {
-            Capacity::Full => Ok(config),
-            Capacity::Bytes(b) => config.scaled(b),
+        match self.bytes() {
+            Some(b) => config.scaled(b),
+            None => Ok(config),
         }
     }
 }
@@ -249,11 +257,7 @@ impl DriveOverrides {
             }
             cfg.wear.static_spread = s;
         }
-        let cap = match self.capacity {
-            Some(Capacity::Full) => None,
-            Some(Capacity::Bytes(b)) => Some(b),
-            None => default_capacity,
-        };
+        let cap = self.capacity.map_or(default_capacity, Capacity::bytes);
         if let Some(cap) = cap {
             cfg = cfg.scaled(cap).map_err(setting("--capacity"))?;
         }
