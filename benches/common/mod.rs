@@ -1,6 +1,7 @@
 //! What the pipeline benches share: the batch, the raw lz4 + blake3
 //! reference and the drive they compare it with.
 
+use duraflash::content::pattern::{DataSpec, PatternGen};
 use duraflash::content::Content;
 use duraflash::datapath::pipeline;
 use duraflash::{Drive, DriveConfig, Lba, Media};
@@ -49,11 +50,20 @@ pub struct Wrapping {
 }
 
 impl Wrapping {
-    /// A fresh 1 GiB sf2281 drive keeping `media`.
+    /// A 1 GiB sf2281 drive keeping `media`, every LBA written once with
+    /// its own content, so the drive starts where a long run spends its
+    /// time: chunk records reused, the dedup index at full size and each
+    /// write replacing a live chunk.
     pub fn new(media: Media) -> Self {
         let mut cfg = DriveConfig::preset("sf2281-240g").unwrap().scaled(CAPACITY).unwrap();
         cfg.media = media;
-        Wrapping { drive: Drive::new(cfg).unwrap(), next: 0 }
+        let mut w = Wrapping { drive: Drive::new(cfg).unwrap(), next: 0 };
+        let mut gen = PatternGen::new(DataSpec::incompressible(), 2).unwrap();
+        let batches = w.drive.capacity_sectors() / (BATCH_UNITS as u64 * UNIT_SECTORS);
+        for _ in 0..batches {
+            w.write(&units(&mut gen));
+        }
+        w
     }
 
     /// Writes `buf`'s units at the next LBAs, on the calling thread's pool.
