@@ -186,8 +186,19 @@ fn main() {
     );
     let mut rows = Vec::new();
     for s in &sizes {
-        let bytes = if s == "full" { preset.logical_bytes } else { s.parse::<ByteSize>().expect("a size").0 };
-        let cfg = preset.scaled(bytes).and_then(|c| c.with_exact_op(OP)).expect("a size the preset scales to");
+        let cfg = match s.parse::<ByteSize>() {
+            _ if s == "full" => preset.scaled(preset.logical_bytes),
+            Ok(b) => preset.scaled(b.0),
+            Err(e) => {
+                eprintln!("gc_floor: size {s}: {e}");
+                std::process::exit(2);
+            }
+        }
+        .and_then(|c| c.with_exact_op(OP))
+        .unwrap_or_else(|e| {
+            eprintln!("gc_floor: size {s}: {e}");
+            std::process::exit(2);
+        });
         let (floor_ns, floor_waf) = floor(&cfg);
         let p = bench::point(&cfg, Mode::ContentFree, &spec, &mut |_, _| {}).expect("the model's point");
         let model_ns = p.speed.cpu_secs * 1e9 / p.speed.chunk_writes as f64;
