@@ -49,7 +49,8 @@ pub const MAGIC: [u8; 8] = *b"DURAFLSH";
 /// Version 7: the drive counters count wear levelling's moves.
 /// Version 8: the life curve is SandForce's documented one (warranty and
 /// credits), and the timing model has no throttle lane.
-pub const VERSION: u32 = 8;
+/// Version 9: the dedup index's slots carry each entry's displacement.
+pub const VERSION: u32 = 9;
 /// Section tags of an image, in file order.
 pub const SECTIONS: [[u8; 4]; 7] = [*b"CONF", *b"STAT", *b"NAND", *b"SPAC", *b"CHNK", *b"MAP ", *b"DRIV"];
 

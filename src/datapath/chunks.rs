@@ -8,12 +8,10 @@
 //! Memory: a record (packed extent and reference count) is 12 bytes, and with
 //! dedup on each chunk's 16-byte fingerprint sits in a parallel table, so
 //! GC, which reads records of whole blocks at random, finds twice as many
-//! per cache line. The index is a flat open-addressing table of 4-byte
-//! chunk ids (linear probing, load <= 3/4) that compares fingerprints
-//! through the fingerprint table, so it costs 5.3 to 10.7 bytes per indexed
-//! chunk. Above 3/4 the probe runs grow long: at 7/8 an unsuccessful lookup
-//! walks about 30 slots and a removal fetches the fingerprint of every
-//! entry it may shift back. A `DashMap<[u8; 16], u32>` costs 45-77 bytes an entry
+//! per cache line. The index (`dedup_index`) is a flat open-addressing
+//! table of 4-byte slots (linear probing, load <= 3/4) that compares
+//! fingerprints through the fingerprint table, so it costs 5.3 to 10.7
+//! bytes per indexed chunk. A `DashMap<[u8; 16], u32>` costs 45-77 bytes an entry
 //! (measured for the issue), which alone would exceed a 64-byte-per-unit
 //! budget; the batch pipeline hashes in parallel and applies results in
 //! order, so the index needs no concurrent writers.
@@ -23,6 +21,7 @@ use std::io;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::dedup_index::{FlatIndex, Layout};
 use crate::image::{decode_from, encode_into, read_table, write_table, Payload, Plain};
 use crate::units::{BlockId, ChunkId, ExtentPacking, Fingerprint, NandExtent};
 
@@ -98,7 +97,7 @@ struct StoreHead {
     dedup: bool,
     packing: ExtentPacking,
     index_len: usize,
-    index_tag_bits: u8,
+    index_layout: Layout,
 }
 
 impl ChunkStore {
@@ -146,14 +145,14 @@ impl ChunkStore {
         let head = StoreHead {
             dedup: self.dedup,
             packing: self.packing,
-            index_len: self.index.len,
-            index_tag_bits: self.index.tag_bits,
+            index_len: self.index.len(),
+            index_layout: self.index.layout(),
         };
         encode_into(&mut *w, &head)?;
         write_table(w, &self.records)?;
         write_table(w, &self.fingerprints)?;
         write_table(w, &self.free)?;
-        write_table(w, &self.index.slots)
+        write_table(w, self.index.slots())
     }
 
     /// Reads what [`ChunkStore::write_image`] wrote. Only the encoding is
@@ -170,7 +169,7 @@ impl ChunkStore {
             records,
             fingerprints,
             free,
-            index: FlatIndex { slots, len: head.index_len, tag_bits: head.index_tag_bits },
+            index: FlatIndex::from_parts(slots, head.index_len, head.index_layout),
             gathered: Vec::new(),
         })
     }
@@ -313,7 +312,7 @@ impl ChunkStore {
             bytes(self.records.len(), std::mem::size_of::<Record>()),
             bytes(self.fingerprints.len(), std::mem::size_of::<Fingerprint>()),
             bytes(self.free.capacity(), std::mem::size_of::<ChunkId>()),
-            bytes(self.index.slots.capacity(), std::mem::size_of::<u32>()),
+            bytes(self.index.slot_capacity(), std::mem::size_of::<u32>()),
         )
     }
 
@@ -322,7 +321,7 @@ impl ChunkStore {
         self.records.clear();
         self.fingerprints.clear();
         self.free.clear();
-        self.index = FlatIndex { tag_bits: self.index.tag_bits, ..Default::default() };
+        self.index = self.index.emptied();
     }
 
     /// Checks that the index holds exactly the indexed live chunks, each
@@ -330,8 +329,8 @@ impl ChunkStore {
     /// The lookups (a cache miss each on a large drive) run in parallel.
     pub fn check_index(&self) -> Result<(), String> {
         let indexed = if self.dedup { self.live() } else { 0 };
-        if indexed != self.index.len {
-            return Err(format!("dedup index holds {} entries, {indexed} live chunks are indexed", self.index.len));
+        if indexed != self.index.len() {
+            return Err(format!("dedup index holds {} entries, {indexed} live chunks are indexed", self.index.len()));
         }
         if !self.dedup {
             return Ok(());
@@ -389,173 +388,6 @@ impl ChunkStore {
             return Err("dedup index is malformed".into());
         }
         Ok(())
-    }
-}
-
-/// Open-addressing hash set of chunk ids keyed by their fingerprints.
-///
-/// A slot is 0 (empty) or `tag << id_bits | (index + 1)`. The id needs
-/// only as many bits as the table has records; the spare high bits carry
-/// bits of the fingerprint's hash, so a probe that passes another chunk's
-/// slot seldom has to fetch that chunk's fingerprint (at a full 240 GB
-/// drive, 26 id bits leave a 6-bit tag, which turns away 63 of 64 such
-/// probes).
-#[derive(Clone, Debug, Default)]
-struct FlatIndex {
-    /// Power-of-two sized.
-    slots: Vec<u32>,
-    /// Occupied slots. Invariant: len <= 3/4 of slots.len().
-    len: usize,
-    /// High bits of a slot that hold the tag (0: no tag).
-    tag_bits: u8,
-}
-
-impl FlatIndex {
-    /// Slots the index has grown to once it holds `len` ids (it doubles
-    /// from 1024 whenever it would pass 3/4 full).
-    fn slots_for(len: u64) -> u64 {
-        let mut slots = 1024;
-        while len * 4 > slots * 3 {
-            slots *= 2;
-        }
-        slots
-    }
-
-    /// An empty index whose ids fit below `records + 1`.
-    fn for_records(records: usize) -> Self {
-        let id_bits = usize::BITS - (records + 1).leading_zeros();
-        FlatIndex { tag_bits: 32u32.saturating_sub(id_bits).min(16) as u8, ..Default::default() }
-    }
-
-    fn mask(&self) -> usize {
-        self.slots.len() - 1
-    }
-
-    fn id_bits(&self) -> u32 {
-        32 - u32::from(self.tag_bits)
-    }
-
-    fn id_mask(&self) -> u32 {
-        u32::MAX >> self.tag_bits
-    }
-
-    fn tag(&self, hash: u64) -> u32 {
-        if self.tag_bits == 0 {
-            0
-        } else {
-            (hash >> (64 - u32::from(self.tag_bits))) as u32
-        }
-    }
-
-    /// The chunk id a used slot holds.
-    fn id(&self, slot: u32) -> ChunkId {
-        ChunkId::from_index((slot & self.id_mask()) as usize - 1).expect("a used slot holds an id")
-    }
-
-    /// What the slot a hash's probe starts at holds (0 while the table is
-    /// empty): the first load of a lookup, for warming.
-    fn home_slot(&self, hash: u64) -> u32 {
-        self.slots.get(hash as usize & self.slots.len().wrapping_sub(1)).copied().unwrap_or(0)
-    }
-
-    fn find(&self, fp: &Fingerprint, fps: &[Fingerprint]) -> Option<ChunkId> {
-        if self.slots.is_empty() {
-            return None;
-        }
-        let hash = fp.hash64();
-        let tag = self.tag(hash);
-        let mut i = hash as usize & self.mask();
-        loop {
-            let slot = self.slots[i];
-            if slot == 0 {
-                return None;
-            }
-            if self.tag_bits == 0 || slot >> self.id_bits() == tag {
-                let id = self.id(slot);
-                if fps[id.index()] == *fp {
-                    return Some(id);
-                }
-            }
-            i = (i + 1) & self.mask();
-        }
-    }
-
-    fn insert(&mut self, id: ChunkId, fps: &[Fingerprint]) {
-        if (id.index() + 1) as u64 > u64::from(self.id_mask()) {
-            // More records than the tag left room for: give the id more bits.
-            self.rebuild(FlatIndex::for_records(id.index() + 1).tag_bits, self.slots.len(), fps);
-        }
-        if (self.len + 1) * 4 > self.slots.len() * 3 {
-            self.rebuild(self.tag_bits, (self.slots.len() * 2).max(1024), fps);
-        }
-        self.place(id, fps);
-        self.len += 1;
-    }
-
-    fn place(&mut self, id: ChunkId, fps: &[Fingerprint]) {
-        let hash = fps[id.index()].hash64();
-        let mut i = hash as usize & self.mask();
-        while self.slots[i] != 0 {
-            i = (i + 1) & self.mask();
-        }
-        let tag = if self.tag_bits == 0 { 0 } else { self.tag(hash) << self.id_bits() };
-        self.slots[i] = tag | (id.index() as u32 + 1);
-    }
-
-    /// Re-enters every id into `size` slots with `tag_bits` of tag.
-    fn rebuild(&mut self, tag_bits: u8, size: usize, fps: &[Fingerprint]) {
-        // Straight from the old table into the new one, without a list of
-        // ids beside them (200 MB at a full 240 GB drive).
-        let old = std::mem::replace(&mut self.slots, vec![0; size]);
-        crate::huge_pages::advise(&self.slots);
-        let old_ids = self.id_mask();
-        self.tag_bits = tag_bits;
-        for slot in old.into_iter().filter(|&s| s != 0) {
-            let id = ChunkId::from_index((slot & old_ids) as usize - 1).expect("a used slot holds an id");
-            self.place(id, fps);
-        }
-    }
-
-    /// Removes `id` (which must be present), shifting later entries of the
-    /// probe run back so lookups never need tombstones.
-    fn remove(&mut self, id: ChunkId, fps: &[Fingerprint]) {
-        let mask = self.mask();
-        let raw = id.index() as u32 + 1;
-        let mut i = fps[id.index()].hash64() as usize & mask;
-        while self.slots[i] & self.id_mask() != raw {
-            debug_assert!(self.slots[i] != 0, "removing a chunk the index does not hold");
-            i = (i + 1) & mask;
-        }
-        self.slots[i] = 0;
-        self.len -= 1;
-        let mut hole = i;
-        let mut j = (i + 1) & mask;
-        while self.slots[j] != 0 {
-            let other = self.id(self.slots[j]);
-            let home = fps[other.index()].hash64() as usize & mask;
-            // Move `other` into the hole unless its home lies cyclically in (hole, j].
-            let dist_home = j.wrapping_sub(home) & mask;
-            let dist_hole = j.wrapping_sub(hole) & mask;
-            if dist_home >= dist_hole {
-                self.slots[hole] = self.slots[j];
-                self.slots[j] = 0;
-                hole = j;
-            }
-            j = (j + 1) & mask;
-        }
-    }
-
-    /// Whether every used slot names a record below `records`.
-    fn well_formed(&self, records: usize) -> bool {
-        let used = self.slots.iter().filter(|&&s| s != 0).count();
-        self.tag_bits <= 16
-            && (self.slots.is_empty() || self.slots.len().is_power_of_two())
-            && used == self.len
-            && (self.slots.is_empty() || used < self.slots.len())
-            && self.slots.iter().filter(|&&s| s != 0).all(|&s| {
-                let raw = (s & self.id_mask()) as usize;
-                raw >= 1 && raw <= records
-            })
     }
 }
 
@@ -642,7 +474,7 @@ mod tests {
             assert_eq!(back.get(*id), s.get(*id));
         }
         // The free ids are the third table, after the records and fingerprints.
-        let free_at = bytes.len() - (8 + 4 * s.index.slots.len()) - 4 * s.free.len();
+        let free_at = bytes.len() - (8 + 4 * s.index.slots().len()) - 4 * s.free.len();
         let mut zero = bytes.clone();
         zero[free_at..free_at + 4].fill(0);
         let err = read(&zero).unwrap_err();
