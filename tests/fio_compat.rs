@@ -173,3 +173,22 @@ fn a_bad_drive_preset_names_the_job_file_and_line() {
     assert!(!err.contains("--preset"), "the file, not a flag, gave it: {err}");
     let _ = std::fs::remove_file(job);
 }
+
+#[test]
+fn the_spare_area_fill_jobs_docs_quote_run_as_described() {
+    // docs/sandforce-trim.md quotes the last job's write of each file: a
+    // 1 GiB AS-SSD write after no fill, two fills, two fills and a TRIM.
+    for (name, jobs) in [
+        ("clean", &["asssd"][..]),
+        ("dirty", &["fill", "fill2", "asssd"]),
+        ("trimmed", &["fill", "fill2", "trim", "asssd"]),
+    ] {
+        let job = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("docs/jobs/spare-fill-{name}.fio"));
+        let out = duraflash(&["run", job.to_str().unwrap(), "--capacity", "2GiB", "--quiet", "--json", "-"]);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let ran: Vec<&str> = v["jobs"].as_array().unwrap().iter().map(|j| j["jobname"].as_str().unwrap()).collect();
+        assert_eq!(ran, jobs, "{name}");
+        assert_eq!(v["jobs"][jobs.len() - 1]["write"]["io_bytes"], 1u64 << 30, "{name}");
+    }
+}
