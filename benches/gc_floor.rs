@@ -180,27 +180,30 @@ fn main() {
     }
     let preset = DriveConfig::preset("sf2281-240g").unwrap();
     let spec = BenchSpec { precondition: PRECONDITION, measure: MEASURE, min_measured_writes: MIN_WRITES, seed: 1 };
+    // Every size is resolved before any runs, so a bad one fails at once.
+    let configs: Vec<DriveConfig> = sizes
+        .iter()
+        .map(|s| {
+            match s.parse::<ByteSize>() {
+                _ if s == "full" => preset.scaled(preset.logical_bytes).map_err(|e| e.to_string()),
+                Ok(b) => preset.scaled(b.0).map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            }
+            .and_then(|c| c.with_exact_op(OP).map_err(|e| e.to_string()))
+            .unwrap_or_else(|e| {
+                eprintln!("gc_floor: size {s}: {e}");
+                std::process::exit(2);
+            })
+        })
+        .collect();
     println!(
         "{:>11} {:>10} {:>10} {:>12} {:>12} {:>12}",
         "capacity", "floor WAF", "model WAF", "floor ns/ch", "model ns/ch", "model/floor"
     );
     let mut rows = Vec::new();
-    for s in &sizes {
-        let cfg = match s.parse::<ByteSize>() {
-            _ if s == "full" => preset.scaled(preset.logical_bytes),
-            Ok(b) => preset.scaled(b.0),
-            Err(e) => {
-                eprintln!("gc_floor: size {s}: {e}");
-                std::process::exit(2);
-            }
-        }
-        .and_then(|c| c.with_exact_op(OP))
-        .unwrap_or_else(|e| {
-            eprintln!("gc_floor: size {s}: {e}");
-            std::process::exit(2);
-        });
-        let (floor_ns, floor_waf) = floor(&cfg);
-        let p = bench::point(&cfg, Mode::ContentFree, &spec, &mut |_, _| {}).expect("the model's point");
+    for cfg in &configs {
+        let (floor_ns, floor_waf) = floor(cfg);
+        let p = bench::point(cfg, Mode::ContentFree, &spec, &mut |_, _| {}).expect("the model's point");
         let model_ns = p.speed.cpu_secs * 1e9 / p.speed.chunk_writes as f64;
         println!(
             "{:>11} {:>10.3} {:>10.3} {:>12.1} {:>12.1} {:>11.2}x",
