@@ -16,6 +16,7 @@
 //! reach steady state and time the next two (at least 2 M writes) by
 //! process CPU time.
 
+use duraflash::device::memory::{MemoryEstimate, MemoryLimit};
 use duraflash::lab::bench::{self, BenchSpec, Mode};
 use duraflash::units::ByteSize;
 use duraflash::DriveConfig;
@@ -151,6 +152,7 @@ fn next(state: &mut u64, units: u32) -> u32 {
 
 /// The bare FTL's measured phase: (ns of CPU per chunk written, WAF).
 fn floor(cfg: &DriveConfig) -> (f64, f64) {
+    // The preset only scales down: its 58.6 M units fit.
     let units = u32::try_from(cfg.logical_units()).expect("units fit a u32");
     let per_block = u32::try_from(cfg.geometry.block_bytes() / u64::from(cfg.unit_bytes)).expect("units a block");
     let blocks = ((f64::from(units) * (1.0 + cfg.data_op()) / f64::from(per_block)).ceil() as u32) + 2;
@@ -180,20 +182,21 @@ fn main() {
     }
     let preset = DriveConfig::preset("sf2281-240g").unwrap();
     let spec = BenchSpec { precondition: PRECONDITION, measure: MEASURE, min_measured_writes: MIN_WRITES, seed: 1 };
-    // Every size is resolved before any runs, so a bad one fails at once.
+    // Every size is resolved and checked before any runs, so a bad one fails at once.
+    let limit = MemoryLimit::machine();
     let configs: Vec<DriveConfig> = sizes
         .iter()
         .map(|s| {
-            match s.parse::<ByteSize>() {
-                _ if s == "full" => preset.scaled(preset.logical_bytes).map_err(|e| e.to_string()),
-                Ok(b) => preset.scaled(b.0).map_err(|e| e.to_string()),
-                Err(e) => Err(e.to_string()),
-            }
-            .and_then(|c| c.with_exact_op(OP).map_err(|e| e.to_string()))
-            .unwrap_or_else(|e| {
+            let fail = |e: String| -> ! {
                 eprintln!("gc_floor: size {s}: {e}");
-                std::process::exit(2);
-            })
+                std::process::exit(2)
+            };
+            let cfg = bench::sized(&preset, s, OP).unwrap_or_else(|e| fail(e.to_string()));
+            if let Some(limit) = &limit {
+                let model = Mode::ContentFree.configure(cfg.clone());
+                MemoryEstimate::of(&model, 1).check(limit).unwrap_or_else(|e| fail(e.to_string()));
+            }
+            cfg
         })
         .collect();
     println!(
@@ -203,7 +206,10 @@ fn main() {
     let mut rows = Vec::new();
     for cfg in &configs {
         let (floor_ns, floor_waf) = floor(cfg);
-        let p = bench::point(cfg, Mode::ContentFree, &spec, &mut |_, _| {}).expect("the model's point");
+        let p = bench::point(cfg, Mode::ContentFree, &spec, &mut |_, _| {}).unwrap_or_else(|e| {
+            eprintln!("gc_floor: {}: {e}", ByteSize(cfg.logical_bytes));
+            std::process::exit(1)
+        });
         let model_ns = p.speed.cpu_secs * 1e9 / p.speed.chunk_writes as f64;
         println!(
             "{:>11} {:>10.3} {:>10.3} {:>12.1} {:>12.1} {:>11.2}x",

@@ -87,14 +87,7 @@ pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
     let preset = DriveConfig::preset(&args.preset).map_err(|e| Failure::Usage(format!("--preset: {e}")))?;
     let mut sizes = Vec::new();
     for s in &args.sizes {
-        let bytes = if s == "full" {
-            preset.logical_bytes
-        } else {
-            s.parse::<duraflash::units::ByteSize>().map_err(|e| Failure::Usage(format!("--sizes: {e}")))?.0
-        };
-        let cfg = preset
-            .scaled(bytes)
-            .and_then(|c| c.with_exact_op(args.op))
+        let cfg = bench::sized(&preset, s, args.op)
             .map_err(|e| Failure::Usage(format!("--sizes {s} with --op {}: {e}", args.op)))?;
         sizes.push(cfg);
     }

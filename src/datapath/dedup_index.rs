@@ -92,18 +92,22 @@ impl FlatIndex {
         FlatIndex { layout: self.layout, ..Default::default() }
     }
 
+    /// The slots, as an image stores them.
     pub fn slots(&self) -> &[u32] {
         &self.slots
     }
 
+    /// Entries held.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// How the slots' bits divide.
     pub fn layout(&self) -> Layout {
         self.layout
     }
 
+    /// Slots allocated (heap accounting).
     pub fn slot_capacity(&self) -> usize {
         self.slots.capacity()
     }

@@ -17,6 +17,7 @@ use crate::device::{Drive, Footprint};
 use crate::lab::plot::{LineChart, Series};
 use crate::lab::wa::{self, Speed, WaSpec};
 use crate::lab::StudyError;
+use crate::units::ByteSize;
 use crate::workload::access::Access;
 
 /// What a bench point writes and keeps.
@@ -95,6 +96,18 @@ pub struct BenchSpec {
     pub min_measured_writes: u64,
     /// Seed.
     pub seed: u64,
+}
+
+/// `preset` at `size` (`full`, or a size such as `16GiB`) with exactly
+/// `op` of over-provisioning of its data blocks: the size moves to the
+/// nearest whole unit that gives `op` with whole blocks per die.
+pub fn sized(preset: &DriveConfig, size: &str, op: f64) -> Result<DriveConfig, StudyError> {
+    let bytes = if size == "full" {
+        preset.logical_bytes
+    } else {
+        size.parse::<ByteSize>().map_err(|e| StudyError::BadSpec(e.to_string()))?.0
+    };
+    Ok(preset.scaled(bytes).and_then(|c| c.with_exact_op(op))?)
 }
 
 /// Measures one point on a drive built from `base` (GC set to greedy)
@@ -180,6 +193,19 @@ pub fn chart(preset: &str, points: &[Point]) -> Option<LineChart> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_resolve_to_the_preset_at_that_size_with_exact_op() {
+        let preset = DriveConfig::preset("sf2281-240g").unwrap();
+        let full = sized(&preset, "full", 0.07).unwrap();
+        assert!((full.data_op() - 0.07).abs() < 1e-3, "{}", full.data_op());
+        assert!(full.logical_bytes.abs_diff(preset.logical_bytes) < preset.logical_bytes / 100);
+        let small = sized(&preset, "1GiB", 0.07).unwrap();
+        assert!(small.logical_bytes < full.logical_bytes);
+        let err = sized(&preset, "3xyz", 0.07).unwrap_err().to_string();
+        assert!(err.contains("xyz"), "{err}");
+        assert!(sized(&preset, "100TiB", 0.07).is_err(), "presets only scale down");
+    }
 
     #[test]
     fn chart_has_one_pair_of_curves_per_mode_across_sizes() {
