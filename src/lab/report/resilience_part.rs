@@ -35,7 +35,7 @@ const DRIVES: [Drive3; 2] = [
 
 /// The two drives' capacities at `scale` (`None`: the preset's own): the
 /// 120 GB model is always half the 240 GB one, as the drives are.
-fn capacities(scale: Scale) -> [Option<u64>; 2] {
+pub(super) fn capacities(scale: Scale) -> [Option<u64>; 2] {
     match scale {
         Scale::Tiny => [Some(1 << 30), Some(512 << 20)],
         Scale::Quick => [Some(8 << 30), Some(4 << 30)],
@@ -48,7 +48,7 @@ fn capacities(scale: Scale) -> [Option<u64>; 2] {
 /// what the tortured pass meets is the file against the free blocks idle
 /// GC left (the GC watermarks, a few dozen blocks at any capacity), and a
 /// file scaled down with the drive would fit in them.
-fn as_ssd_file(capacity: u64) -> u64 {
+pub(super) fn as_ssd_file(capacity: u64) -> u64 {
     AS_SSD_FILE_BYTES.min(capacity / 4)
 }
 
@@ -101,7 +101,7 @@ pub(super) fn resilience_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dy
                 format!("{VERTEX3_120_2011}; {VERTEX3_240_2011}"),
                 Kind::Predicted,
                 Criterion::within(162.1 / 284.4, 0.10),
-                small.clean_mbps / big.clean_mbps,
+                small.clean.write_mbps / big.clean.write_mbps,
                 "ratio",
             ));
         }
@@ -113,7 +113,7 @@ pub(super) fn resilience_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dy
 fn rows(part: &mut Part, d: &Drive3, r: &ResilienceReport) {
     let [clean, tortured, after] = d.review;
     let table = "AS SSD sequential write table";
-    let ratio = |x: f64| x / r.clean_mbps;
+    let ratio = |x: f64| x / r.clean.write_mbps;
     let (tortured_text, tortured_criterion) = (
         format!("{:.3} ({tortured} / {clean} MB/s)", tortured / clean),
         // One run of one drive: a degraded figure within a quarter of it,
@@ -126,7 +126,7 @@ fn rows(part: &mut Part, d: &Drive3, r: &ResilienceReport) {
         format!("{}, {table}", d.source),
         Kind::Predicted,
         tortured_criterion,
-        ratio(r.tortured_mbps),
+        ratio(r.tortured.write_mbps),
         "ratio",
     ));
     let (text, criterion) = if after / clean >= 0.95 {
@@ -148,18 +148,18 @@ fn rows(part: &mut Part, d: &Drive3, r: &ResilienceReport) {
         format!("{}, {table} and text", d.source),
         Kind::Predicted,
         criterion,
-        ratio(r.after_trim_mbps),
+        ratio(r.after_trim.write_mbps),
         "ratio",
     ));
     if after / clean < 0.95 {
-        let first = ratio(r.after_trim_mbps);
+        let first = ratio(r.after_trim.write_mbps);
         part.rows.push(Row::new(
             format!("{}: second AS-SSD pass after TRIM / clean", d.label),
             format!("{:.3}: \"a second AS-SSD pass shot performance up to 132MB/s\"", 132.0 / clean),
             format!("{}, text", d.source),
             Kind::Predicted,
             Criterion::above(1.05 * first, "above the first pass after TRIM + 5 %"),
-            ratio(r.second_after_trim_mbps),
+            ratio(r.second_after_trim.write_mbps),
             "ratio",
         ));
     }
@@ -191,10 +191,10 @@ fn measurements(runs: &[ResilienceReport]) -> Table {
                     format!("{:.2}", r.drive_writes),
                     format!("{:.2}", r.waf),
                     crate::ByteSize(r.file_bytes).to_string(),
-                    format!("{:.1}", r.clean_mbps),
-                    format!("{:.1}", r.tortured_mbps),
-                    format!("{:.1}", r.after_trim_mbps),
-                    format!("{:.1}", r.second_after_trim_mbps),
+                    format!("{:.1}", r.clean.write_mbps),
+                    format!("{:.1}", r.tortured.write_mbps),
+                    format!("{:.1}", r.after_trim.write_mbps),
+                    format!("{:.1}", r.second_after_trim.write_mbps),
                     format!("{:?}", r.free_blocks),
                 ]
             })
@@ -210,10 +210,10 @@ fn chart(dir: &Path, part: &mut Part, runs: &[ResilienceReport]) -> Result<(), S
         let [clean, tortured, after] = d.review;
         let second = if d.preset == "sf2281-120g" { 132.0 / clean } else { f64::NAN };
         groups.push((format!("{}: review", d.label), vec![tortured / clean, after / clean, second]));
-        let c = r.clean_mbps;
+        let c = r.clean.write_mbps;
         groups.push((
             format!("{}: ours", d.label),
-            vec![r.tortured_mbps / c, r.after_trim_mbps / c, r.second_after_trim_mbps / c],
+            vec![r.tortured.write_mbps / c, r.after_trim.write_mbps / c, r.second_after_trim.write_mbps / c],
         ));
     }
     let chart = BarChart {
