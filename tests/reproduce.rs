@@ -52,6 +52,21 @@ use duraflash::lab::report::{fmt_ours, Kind, Report, Verdict};
 /// model restores both drives (0.998, 0.999), the review only the larger
 /// (0.626, then 0.814 on a second pass). No sourced mechanism is known
 /// for either split (docs/sandforce-trim.md).
+///
+/// The 2012 review's incompressible AS-SSD table (60 minutes of torture)
+/// agrees on 5.0.2's writes at the quick scale (0.263 tortured against
+/// 0.277, 0.789 after TRIM against 0.814: incomplete TRIM leaves half the
+/// drive mapped) and the tiny model keeps the after-TRIM verdict (0.88 -
+/// 0.92) but not the tortured one (0.37: its 256 MiB file against 1 GiB).
+/// The reads disagree at every scale: a fresh file written into a drive
+/// whose GC is relocating shares open blocks with the relocations, and a
+/// 16 MB request with one unit out of place is read unit by unit (0.34 /
+/// 0.37 of clean against 0.753 / 0.971). 5.0.3 writes as 5.0.2 does when
+/// tortured (0.263 against 0.585) and is fully restored by TRIM (0.995
+/// against 0.563): the model has nothing of what 5.0.3 changed. Its read
+/// after TRIM agrees at seed 1 on the tiny model (1.000) and not at seeds
+/// 5 and 9 (0.833, 0.914) nor at the quick scale (0.84 - 0.91): see
+/// [`SEED_UNSTABLE`].
 const KNOWN_DISAGREEMENTS: &[(&str, &str)] = &[
     ("torture", "sf-3.x incompressible: write after TRIM / clean"),
     ("torture", "sf-5.0.3 incompressible: write after TRIM / clean"),
@@ -62,6 +77,12 @@ const KNOWN_DISAGREEMENTS: &[(&str, &str)] = &[
     ("resilience", "120 GB: AS-SSD write tortured / clean"),
     ("resilience", "120 GB: AS-SSD write after TRIM / clean"),
     ("resilience", "120 GB: second AS-SSD pass after TRIM / clean"),
+    ("incompressible", "sf-5.0.2 incompressible: AS-SSD write tortured / clean"),
+    ("incompressible", "sf-5.0.2 incompressible: AS-SSD read tortured / clean"),
+    ("incompressible", "sf-5.0.2 incompressible: AS-SSD read after TRIM / clean"),
+    ("incompressible", "sf-5.0.3 incompressible: AS-SSD write tortured / clean"),
+    ("incompressible", "sf-5.0.3 incompressible: AS-SSD write after TRIM / clean"),
+    ("incompressible", "sf-5.0.3 incompressible: AS-SSD read tortured / clean"),
     ("optimizer", "used / clean"),
 ];
 
@@ -222,11 +243,25 @@ fn unknown_parts_are_usage_errors() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("nope"));
 }
 
-/// The resilience part gives the same verdict on every row at three seeds
-/// (it runs in seconds at the tiny scale).
+/// Rows whose verdict moves with the seed at the tiny scale: not
+/// reproduced, whatever one seed shows (issue 20). 5.0.3's fresh AS-SSD
+/// file after TRIM reads 1.000, 0.833 and 0.914 of clean at seeds 1, 5
+/// and 9: GC only erases then, and a 16 MB request is read unit by unit
+/// when the stripe skips a die that is waiting for an erase. Each must
+/// still move (the list only shrinks).
+const SEED_UNSTABLE: &[(&str, &str)] = &[("incompressible", "sf-5.0.3 incompressible: AS-SSD read after TRIM / clean")];
+
+/// The resilience and incompressible parts give the same verdict on every
+/// row at three seeds but the [`SEED_UNSTABLE`] ones, which each change
+/// (both run in seconds at the tiny scale).
 #[test]
 fn resilience_verdicts_hold_at_three_seeds() {
-    let mut verdicts: Option<Vec<(String, Verdict)>> = None;
+    // The incompressible part checks the 5.0.x quirks; without them its
+    // drives are other firmware (whose tortured reads do move with the
+    // seed), and only the resilience part (3.x) is held.
+    let quirks = cfg!(all(feature = "quirk-read-degradation", feature = "quirk-incomplete-trim"));
+    let parts: &[&str] = if quirks { &["resilience", "incompressible"] } else { &["resilience"] };
+    let mut all: Vec<Vec<(String, String, Verdict)>> = Vec::new();
     for seed in ["1", "5", "9"] {
         let out = scratch(&format!("resilience-{seed}"));
         let o = duraflash(
@@ -236,7 +271,7 @@ fn resilience_verdicts_hold_at_three_seeds() {
                 "tiny",
                 "--quiet",
                 "--only",
-                "resilience",
+                "resilience,incompressible",
                 "--seed",
                 seed,
                 "--out",
@@ -246,16 +281,28 @@ fn resilience_verdicts_hold_at_three_seeds() {
         );
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let report: Report = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
-        let part = report.parts.iter().find(|p| p.name == "resilience").expect("the part ran");
-        assert!(part.error.is_none(), "{:?}", part.error);
-        for r in &part.rows {
-            println!("seed {seed}: {}: {} ({})", r.quantity, fmt_ours(r), r.verdict);
+        let mut these = Vec::new();
+        for &name in parts {
+            let part = report.parts.iter().find(|p| p.name == name).expect("the part ran");
+            assert!(part.error.is_none(), "{:?}", part.error);
+            for r in &part.rows {
+                println!("seed {seed}: {name}: {}: {} ({})", r.quantity, fmt_ours(r), r.verdict);
+                these.push((name.to_string(), r.quantity.clone(), r.verdict));
+            }
         }
-        let these: Vec<(String, Verdict)> = part.rows.iter().map(|r| (r.quantity.clone(), r.verdict)).collect();
-        match &verdicts {
-            None => verdicts = Some(these),
-            Some(first) => assert_eq!(first, &these, "seed {seed} changes a verdict"),
-        }
+        all.push(these);
         std::fs::remove_dir_all(&out).unwrap();
+    }
+    let unstable = |part: &str, q: &str| SEED_UNSTABLE.contains(&(part, q));
+    for (i, (part, q, verdict)) in all[0].iter().enumerate() {
+        let moved = all.iter().any(|seed| seed[i].2 != *verdict);
+        match (moved, unstable(part, q)) {
+            (true, false) => panic!("{part}: {q}: a seed changes its verdict"),
+            (false, true) => panic!("{part}: {q}: holds at three seeds now (remove it from SEED_UNSTABLE)"),
+            _ => {}
+        }
+    }
+    for (part, q) in SEED_UNSTABLE.iter().filter(|_| quirks) {
+        assert!(all[0].iter().any(|(p, r, _)| p == part && r == q), "{part}: {q}: no such row");
     }
 }

@@ -372,7 +372,7 @@ pub(crate) struct ReproduceArgs {
     /// quick (scale models, minutes), full (the real drive sizes, hours) or tiny (seconds, for tests).
     #[arg(long, default_value = "quick", value_parser = |s: &str| s.parse::<duraflash::lab::report::Scale>())]
     scale: duraflash::lab::report::Scale,
-    /// Run only these parts (comma-separated): wa, wa-policies, corpora, torture, atto, resilience, raid, optimizer, smart.
+    /// Run only these parts (comma-separated): wa, wa-policies, corpora, torture, atto, resilience, incompressible, raid, optimizer, smart.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Base seed.

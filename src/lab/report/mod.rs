@@ -20,6 +20,7 @@ use crate::lab::StudyError;
 
 mod check;
 mod host_parts;
+mod incompressible_part;
 mod parts;
 mod render;
 mod resilience_part;
@@ -55,8 +56,8 @@ impl std::str::FromStr for Scale {
 }
 
 /// The parts, in report order.
-pub const PARTS: [&str; 9] =
-    ["wa", "wa-policies", "corpora", "torture", "atto", "resilience", "raid", "optimizer", "smart"];
+pub const PARTS: [&str; 10] =
+    ["wa", "wa-policies", "corpora", "torture", "atto", "resilience", "incompressible", "raid", "optimizer", "smart"];
 
 /// One line of a comparison: a reference (a review's figure, or a model's
 /// prediction) beside ours, the criterion ours must meet and the verdict.
@@ -241,6 +242,7 @@ pub fn reproduce(
             "torture" => torture_part(dir, scale, seed, &mut tick, &mut tortures),
             "atto" => atto_part(dir, scale, seed, &mut tick, &mut tortures),
             "resilience" => resilience_part::resilience_part(dir, scale, seed, &mut tick),
+            "incompressible" => incompressible_part::incompressible_part(dir, scale, seed, &mut tick),
             "raid" => raid_part(dir, scale, seed, &mut tick),
             "optimizer" => optimizer_part(scale, seed, &mut tick),
             _ => smart_part(scale, seed, &mut tick),
