@@ -58,10 +58,11 @@ use duraflash::lab::report::{fmt_ours, Kind, Report, Verdict};
 /// 0.277, 0.789 after TRIM against 0.814: incomplete TRIM leaves half the
 /// drive mapped) and the tiny model keeps the after-TRIM verdict (0.88 -
 /// 0.92) but not the tortured one (0.37: its 256 MiB file against 1 GiB).
-/// The reads disagree at every scale: a fresh file written into a drive
-/// whose GC is relocating shares open blocks with the relocations, and a
-/// 16 MB request with one unit out of place is read unit by unit (0.34 /
-/// 0.37 of clean against 0.753 / 0.971). 5.0.3 writes as 5.0.2 does when
+/// The reads disagree at every scale: a 16 MB request with one unit out
+/// of place is read unit by unit, and a fresh file written under GC
+/// pressure has units out of place where its stripe skipped a die waiting
+/// for a free block (0.34 / 0.37 of clean against 0.753 / 0.971; see
+/// docs/sandforce-trim.md, "The 2012 incompressible table"). 5.0.3 writes as 5.0.2 does when
 /// tortured (0.263 against 0.585) and is fully restored by TRIM (0.995
 /// against 0.563): the model has nothing of what 5.0.3 changed. Its read
 /// after TRIM agrees at seed 1 on the tiny model (1.000) and not at seeds
