@@ -9,11 +9,12 @@
 //!
 //! AS-SSD's sequential test writes a 1 GB file in 16 MB requests, one at a
 //! time, with incompressible data, reads it back the same way, and deletes
-//! the file when it is done (Windows 7 then TRIMs its clusters). Here the file sits at LBA 0, and
-//! each pass runs on the drive itself, as the reviewer's did: a pass
-//! changes the state the next one meets. The HD Tach protocol of the 2012
-//! review is [`crate::lab::torture`]; this one shares its steps (fill,
-//! torture job, format TRIM, idle pauses) and differs in what measures.
+//! the file when it is done (Windows 7 then TRIMs its clusters). Here the
+//! file sits at LBA 0, and each pass runs on the drive itself, as the
+//! reviewer's did: a pass changes the state the next one meets. The HD
+//! Tach protocol of the 2012 review is [`crate::lab::torture`]; this one
+//! shares its steps (fill, torture job, format TRIM, idle pauses) and
+//! differs in what measures.
 
 use serde::Serialize;
 

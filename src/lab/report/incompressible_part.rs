@@ -10,7 +10,7 @@ use crate::lab::resilience::{resilience, AsSsd, ResilienceReport, ResilienceSpec
 use crate::lab::torture::Duration;
 use crate::lab::StudyError;
 
-use super::resilience_part::{as_ssd_file, capacities};
+use super::resilience_part::{as_ssd_file, capacities, one_run};
 use super::*;
 
 /// The page the figures are on.
@@ -68,22 +68,18 @@ pub(super) fn incompressible_part(dir: &Path, scale: Scale, seed: u64, tick: &mu
     })
 }
 
-/// A state against clean, by the rule the resilience rows use: one run of
-/// one drive, so a degraded figure within a quarter of the review's and an
-/// undegraded one within 5 %. A degraded after-TRIM figure must also stay
-/// below 0.95 of clean: "not fully restored" is what the review reports.
+/// A state against clean, by the resilience rows' rule ([`one_run`]); a
+/// degraded after-TRIM share must also stay below 0.95 of clean: "not
+/// fully restored" is what the review reports.
 fn criterion(share: f64, after_trim: bool) -> Criterion {
-    if share >= 0.95 {
-        Criterion::within(share, 0.05)
-    } else if after_trim {
-        let hi = (1.25 * share).min(0.95);
+    if after_trim && share < 0.95 {
         Criterion::between(
             0.75 * share,
-            hi,
+            (1.25 * share).min(0.95),
             format!("within 25 % of {share:.3} and below 0.95 of clean (not fully restored)"),
         )
     } else {
-        Criterion::within(share, 0.25)
+        one_run(share)
     }
 }
 

@@ -109,17 +109,19 @@ pub(super) fn resilience_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dy
     })
 }
 
+/// A review's share of clean from one run of one drive: a degraded share
+/// (below 0.9) within a quarter of it, an undegraded one within 5 %.
+pub(super) fn one_run(share: f64) -> Criterion {
+    Criterion::within(share, if share < 0.9 { 0.25 } else { 0.05 })
+}
+
 /// The rows one drive is checked by.
 fn rows(part: &mut Part, d: &Drive3, r: &ResilienceReport) {
     let [clean, tortured, after] = d.review;
     let table = "AS SSD sequential write table";
     let ratio = |x: f64| x / r.clean.write_mbps;
-    let (tortured_text, tortured_criterion) = (
-        format!("{:.3} ({tortured} / {clean} MB/s)", tortured / clean),
-        // One run of one drive: a degraded figure within a quarter of it,
-        // an undegraded one within 5 %.
-        Criterion::within(tortured / clean, if tortured / clean < 0.9 { 0.25 } else { 0.05 }),
-    );
+    let (tortured_text, tortured_criterion) =
+        (format!("{:.3} ({tortured} / {clean} MB/s)", tortured / clean), one_run(tortured / clean));
     part.rows.push(Row::new(
         format!("{}: AS-SSD write tortured / clean", d.label),
         tortured_text,
