@@ -56,7 +56,7 @@ fn read_all(drive: &mut Drive) -> Vec<u8> {
 }
 
 /// `idle_gc`, failing the test instead of hanging if it never returns
-/// (see `regression_idle_gc_livelock_*` in tests/oracle.rs).
+/// (see `regression_idle_gc_livelock_*` in tests/oracle/main.rs).
 fn idle_gc(drive: &mut Drive) -> u32 {
     let mut work = drive.clone();
     let (tx, rx) = mpsc::channel();
