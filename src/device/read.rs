@@ -68,8 +68,9 @@ impl Drive {
     /// unit by unit, each unit after the first costing `read_piece_ns` of
     /// firmware set-up (see `unit_by_unit` and
     /// [`crate::DriveConfig::read_piece_ns`]);
-    /// each unit is decompressed and crosses the host link as soon as its
-    /// data is in (`schedule.rs` books it).
+    /// each unit is decompressed once its data is in and crosses the host
+    /// link after the unit before it, so the command completes when its
+    /// last byte is out (`schedule.rs` books it).
     pub fn read_on(
         &mut self,
         lba: Lba,

@@ -179,12 +179,15 @@ impl Drive {
         let mut window = ReadWindow::new(self.config.read_window());
         let unit = u64::from(self.config.unit_bytes);
         let piece_ns = self.config.read_piece_ns();
-        let mut done = accepted;
+        // The command's data crosses the link in order, each unit once its
+        // data is decoded and the one before it is out: `done` is when the
+        // last byte so far is out.
+        let mut done = accepted.max(floor);
         let mut nand_reads = 0u64;
         let mut set_up = accepted;
         for u in &plan.units {
             let Some(c) = &u.chunk else {
-                done = self.timeline.link(u.covered, accepted.max(floor));
+                done = self.timeline.link(u.covered, done);
                 continue;
             };
             if c.new_piece && piece_ns > 0 {
@@ -219,7 +222,7 @@ impl Drive {
                 data_in = data_in.max(at);
             }
             let decoded = if self.config.compression { self.timeline.engine(unit, data_in) } else { data_in };
-            done = self.timeline.link(u.covered, decoded.max(floor));
+            done = self.timeline.link(u.covered, decoded.max(done));
         }
         self.nand.count_reads(nand_reads);
         let mut read: Vec<(u32, u32)> = page_done.keys().copied().collect();
