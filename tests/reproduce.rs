@@ -80,8 +80,8 @@ const KNOWN_DISAGREEMENTS: &[(&str, &str)] = &[
 /// blocks a die where 5.8 would keep the preset's OP, and its data OP is
 /// 23.4 % against 11.7-14.5 % from 512 MiB to full size (`wa --capacity
 /// C` prints it). With compressible data the tortured tiny drive then has
-/// spare blocks left, and ATTO's file shares few open blocks with
-/// relocations: at 256 MiB its read stays 1.000 of clean with a 16, 32 or
+/// spare blocks left, and ATTO's file is written with few dies waiting
+/// for a free block, so its stripe seldom skips one: at 256 MiB its read stays 1.000 of clean with a 16, 32 or
 /// 64 MiB file (`torture --capacity 256MiB --firmware sf-5.0.2 --atto S`),
 /// at 512 MiB it is 1.000 with 16 MiB and 0.809 with 64 MiB, at 1 GiB
 /// 0.767 with 16 MiB and 0.713 with 64 MiB. Blocks of 64 pages at 256 MiB
