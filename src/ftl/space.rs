@@ -8,7 +8,9 @@
 //! A page is programmed when it fills; until then its bytes sit in the
 //! controller's page buffer, from which reads are served. After each full
 //! page the write point moves to the next die, so consecutive data is
-//! striped page by page across dies.
+//! striped page by page across dies; so does a sealed block's padded last
+//! page, when the next die's open block can take the chunk that did not
+//! fit (else the chunk opens the die's next block).
 //!
 //! Owns block states and per-block live bytes; the chunk store owns which
 //! chunk is where, and each block keeps a summary of the chunk ids written

@@ -89,27 +89,40 @@ impl Space {
         }
         for _ in 0..self.dies() {
             let die = self.cursor;
-            if self.ensure_room(nand, base + die, len)? {
-                return Ok(self.append_at(nand, base + die, die, chunk, len, now)?);
+            match self.ensure_room(nand, base + die, len)? {
+                Some(true) => {
+                    // The padded page passes the stripe on, to the next
+                    // die if its open block takes the chunk as it is.
+                    let next = self.next_die(die);
+                    let fits = matches!(&self.open[base + next], Some(o) if self.block_bytes - o.write_point >= len);
+                    let die = if fits { next } else { die };
+                    self.cursor = die;
+                    return Ok(self.append_at(nand, base + die, die, chunk, len, now)?);
+                }
+                Some(false) => return Ok(self.append_at(nand, base + die, die, chunk, len, now)?),
+                None => self.cursor = self.next_die(die),
             }
-            self.cursor = self.next_die(die);
         }
         Err(DriveError::NoSpace(format!("no die has room for a {len}-byte chunk ({} free blocks)", self.free_count)))
     }
 
     /// Makes open-block slot `slot`'s block able to take `len` bytes,
-    /// sealing a too-full one and opening a free one of its die. False
-    /// when the die has no room.
-    fn ensure_room(&mut self, nand: &mut NandArray, slot: usize, len: u32) -> Result<bool, NandError> {
+    /// sealing a too-full one and opening a free one of its die. `None`
+    /// when the die has no room; `Some(true)` when it sealed a block by
+    /// programming a padded last page (which, like any page program,
+    /// passes the stripe on), `Some(false)` otherwise.
+    fn ensure_room(&mut self, nand: &mut NandArray, slot: usize, len: u32) -> Result<Option<bool>, NandError> {
+        let mut sealed_partial = false;
         if let Some(open) = &self.open[slot] {
             if self.block_bytes - open.write_point >= len {
-                return Ok(true);
+                return Ok(Some(false));
             }
+            sealed_partial = open.write_point % self.page_bytes != 0;
             self.seal(nand, slot)?;
         }
         let die = slot % self.dies();
         let Some(block) = self.take_free(nand, die) else {
-            return Ok(false);
+            return Ok(None);
         };
         self.free_count -= 1;
         let m = &mut self.meta[block.0 as usize];
@@ -120,7 +133,7 @@ impl Space {
         if let Some(f) = self.frontier_of.get_mut(block.0 as usize) {
             *f = frontier;
         }
-        Ok(true)
+        Ok(Some(sealed_partial))
     }
 
     /// [`Space::append_at`] where it is only bookkeeping: slot `slot` has
@@ -239,6 +252,39 @@ mod tests {
         }
         assert_eq!((run.free_blocks(), run.unwritten_bytes()), (one.free_blocks(), one.unwritten_bytes()));
         run.check(&nand_run).unwrap();
+    }
+
+    /// Sealing a block programs its padded last page, and like any page
+    /// program that passes the stripe on: the next chunk goes to the next
+    /// die when that die's open block can take it, not to a new block of
+    /// the same die (a sequential read would otherwise find a unit off the
+    /// stripe at every block's end).
+    #[test]
+    fn a_chunk_after_a_sealed_block_goes_to_the_next_die() {
+        let g = geometry();
+        let mut space = Space::new(&g);
+        let mut nand = NandArray::new(&g);
+        let block_bytes = g.pages_per_block * g.page_bytes;
+        let die = |e: &NandExtent| (e.block.0 / g.blocks_per_die) as usize;
+        // Each die's open block as the extents show it: (block, write point).
+        let mut open: Vec<Option<(BlockId, u32)>> = vec![None; g.dies() as usize];
+        let mut same_die = 0;
+        let mut previous: Option<NandExtent> = None;
+        for (i, len) in lengths().into_iter().enumerate() {
+            let e = space.append(&mut nand, ChunkId::from_index(i).unwrap(), len, i as u64 + 1, 0).unwrap();
+            if let Some(p) = previous {
+                let next = (die(&p) + 1) % open.len();
+                let next_takes = matches!(open[next], Some((_, point)) if block_bytes - point >= len);
+                if e.block != p.block && die(&e) == die(&p) {
+                    assert!(!next_takes, "{p:?} then {e:?}: die {next} had room");
+                    same_die += 1;
+                }
+            }
+            open[die(&e)] = Some((e.block, e.offset + e.len));
+            previous = Some(e);
+        }
+        println!("block ends kept on the same die (the next one had no room): {same_die}");
+        space.check(&nand).unwrap();
     }
 
     #[test]
