@@ -74,7 +74,7 @@ const KNOWN_DISAGREEMENTS: &[(&str, &str)] = &[
 /// The three ATTO read rows read 0.692 of clean at the quick scale (a
 /// read with one unit out of place is served unit by unit, and ATTO's
 /// fresh 64 MiB file, written while GC runs, has such a unit in every
-/// transfer of 512 KiB and up) and nothing on the 256 MiB tiny model
+/// transfer of 256 KiB and up) and lose nothing on the 256 MiB tiny model
 /// (1.000). What scales wrongly is the tiny array: whole 2 MiB blocks on
 /// 32 dies step its size by 64 MiB, a quarter of the drive, so it gets 7
 /// blocks a die where 5.8 would keep the preset's OP, and its data OP is

@@ -266,21 +266,21 @@ mod tests {
         let mut nand = NandArray::new(&g);
         let block_bytes = g.pages_per_block * g.page_bytes;
         let die = |e: &NandExtent| (e.block.0 / g.blocks_per_die) as usize;
-        // Each die's open block as the extents show it: (block, write point).
-        let mut open: Vec<Option<(BlockId, u32)>> = vec![None; g.dies() as usize];
+        // Each die's open block's write point, as the extents show it.
+        let mut open: Vec<Option<u32>> = vec![None; g.dies() as usize];
         let mut same_die = 0;
         let mut previous: Option<NandExtent> = None;
         for (i, len) in lengths().into_iter().enumerate() {
             let e = space.append(&mut nand, ChunkId::from_index(i).unwrap(), len, i as u64 + 1, 0).unwrap();
             if let Some(p) = previous {
                 let next = (die(&p) + 1) % open.len();
-                let next_takes = matches!(open[next], Some((_, point)) if block_bytes - point >= len);
+                let next_takes = matches!(open[next], Some(point) if block_bytes - point >= len);
                 if e.block != p.block && die(&e) == die(&p) {
                     assert!(!next_takes, "{p:?} then {e:?}: die {next} had room");
                     same_die += 1;
                 }
             }
-            open[die(&e)] = Some((e.block, e.offset + e.len));
+            open[die(&e)] = Some(e.offset + e.len);
             previous = Some(e);
         }
         println!("block ends kept on the same die (the next one had no room): {same_die}");

@@ -390,7 +390,7 @@ pub(super) fn atto_part(
          22 November 2012, ATTO graphs: smaller read losses than HD Tach, writes unaffected",
         "ATTO writes its span and reads it back at each transfer size. The file is fresh and sequential, but \
          written into the tortured drive while GC runs, its write stripe skips dies that wait for a free block, \
-         so its larger transfers (512 KiB and up at the quick scale) each hold a unit out of place and are \
+         so its larger transfers (256 KiB and up at the quick scale) each hold a unit out of place and are \
          served unit by unit; the smaller ones are not, so reads lose less than HD Tach's. Writes hold up as \
          HD Tach's do.",
     );
