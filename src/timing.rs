@@ -56,6 +56,11 @@ pub struct TimingParams {
     pub channel_bytes_per_sec: u64,
     /// Compression/decompression engine rate on raw bytes, per second.
     pub engine_bytes_per_sec: u64,
+    /// Write-path rate on stored bytes, per second: what a host page
+    /// passes after compression (encryption and ECC encoding) on its way
+    /// to the flash channels. `None`: no bound beyond the dies and buses.
+    #[serde(default)]
+    pub encode_bytes_per_sec: Option<u64>,
     /// Host interface.
     pub host_link: HostLink,
     /// Firmware time per command, serialized on one core (ns): the IOPS
@@ -106,6 +111,9 @@ impl TimingParams {
             if v == 0 {
                 return Err((field, "must be positive".into()));
             }
+        }
+        if self.encode_bytes_per_sec == Some(0) {
+            return Err(("timing.encode_bytes_per_sec", "must be positive (or absent for no bound)".into()));
         }
         if self.read_window == Some(0) {
             return Err(("timing.read_window", "must be at least 1 (or absent for no limit)".into()));
@@ -171,6 +179,9 @@ pub struct Timeline {
     dies: Vec<DieClock>,
     channels: Vec<DieClock>,
     engine: Lane,
+    /// The write path's encoder ([`TimingParams::encode_bytes_per_sec`]).
+    #[serde(default)]
+    encoder: Lane,
     firmware: Lane,
     link: Lane,
     /// Channel, host link and engine transfer times (derived, not saved).
@@ -180,6 +191,8 @@ pub struct Timeline {
     link_xfer: TransferMemo,
     #[serde(skip)]
     engine_xfer: TransferMemo,
+    #[serde(skip)]
+    encode_xfer: TransferMemo,
 }
 
 impl Timeline {
@@ -191,11 +204,13 @@ impl Timeline {
             dies: vec![DieClock::default(); dies as usize],
             channels: vec![DieClock::default(); channels as usize],
             engine: Lane::default(),
+            encoder: Lane::default(),
             firmware: Lane::default(),
             link: Lane::default(),
             channel_xfer: TransferMemo::default(),
             link_xfer: TransferMemo::default(),
             engine_xfer: TransferMemo::default(),
+            encode_xfer: TransferMemo::default(),
         }
     }
 
@@ -341,6 +356,17 @@ impl Timeline {
         self.engine.book(ready, cost) + cost
     }
 
+    /// One host page through the write path's encoder from `ready`
+    /// (at once when the preset has no such bound). Returns when it is
+    /// through.
+    pub fn encode_page(&mut self, ready: SimTime) -> SimTime {
+        let Some(rate) = self.params.encode_bytes_per_sec else {
+            return ready;
+        };
+        let cost = self.encode_xfer.ns(self.page_bytes, rate);
+        self.encoder.book(ready, cost) + cost
+    }
+
     /// Firmware time `ns` on the controller core from `ready` (per-piece
     /// work inside a command). Returns when it is done.
     pub fn firmware_work(&mut self, ready: SimTime, ns: u64) -> SimTime {
@@ -397,6 +423,7 @@ mod tests {
             erase_ns: 3_000_000,
             channel_bytes_per_sec: 200_000_000,
             engine_bytes_per_sec: 1_000_000_000,
+            encode_bytes_per_sec: None,
             host_link: HostLink::Sata6g,
             command_service_ns: 10_000,
             command_latency_ns: 5_000,

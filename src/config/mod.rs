@@ -20,7 +20,7 @@ mod validate;
 mod wear;
 
 pub use gc::{GcConfig, GcPolicy, Placement, StreamInference};
-pub use presets::{PRESETS, SF2281_MAP_CACHE_BYTES, SF2281_READ_PIECE_NS};
+pub use presets::{PRESETS, SF2281_ENCODE_BYTES_PER_SEC, SF2281_MAP_CACHE_BYTES, SF2281_READ_PIECE_NS};
 pub use wear::WearConfig;
 
 pub use validate::{MAX_CHANNELS, MAX_DIES_PER_CHANNEL, MAX_PAGES_PER_BLOCK, MAX_PE_CYCLES};

@@ -33,19 +33,29 @@ pub const SF2281_MAP_CACHE_BYTES: u64 = 4 << 20;
 /// other data) follows from where the data sits.
 pub const SF2281_READ_PIECE_NS: u64 = 19_000;
 
+/// SF-2281 write path on stored bytes (see
+/// [`TimingParams::encode_bytes_per_sec`]): no datasheet figure.
+/// Calibrated to the one clean write the dies do not bound, the 240 GB
+/// Vertex 3's AS-SSD write of incompressible data (284.4 MB/s; its 32
+/// two-plane dies could program 403; AnandTech, "OCZ Vertex 3 (240GB)
+/// Review", May 2011). Compressible data stores fewer bytes and passes
+/// faster, as SandForce's compressible writes reach the SATA link.
+pub const SF2281_ENCODE_BYTES_PER_SEC: u64 = 285_000_000;
+
 impl DriveConfig {
     /// A built-in preset by name.
     ///
     /// Timing sources: tR, tPROG and tBERS are typical datasheet values for
     /// the NAND generation (IMFT 25 nm MLC: tR 50 us, tPROG 1.3 ms per
-    /// 8 KiB page; Samsung 27 nm toggle and Intel 34 nm: effective tPROG
+    /// two-plane program of 2 x 8 KiB; Samsung 27 nm toggle and Intel 34 nm: effective tPROG
     /// per page with multi-plane folded in, 420 us and 2 ms, matching their
     /// sequential and random write ratings); channel rates are the flash
     /// bus generations (ONFI 2 / toggle 1: 200-400 MB/s; the X25-M's 40 MB/s
     /// ONFI 1 bus); SATA payload rates are 8b/10b less framing. Only the
     /// firmware's command latency and service time are fitted, to the
     /// clean-drive review figures in the README (HD Tach 402 MB/s, 500 MB/s,
-    /// 40k IOPS). One figure is fitted to a degraded state: the SF-2281's
+    /// 40k IOPS), and the SF-2281's write path to its clean incompressible
+    /// write ([`SF2281_ENCODE_BYTES_PER_SEC`]). One figure is fitted to a degraded state: the SF-2281's
     /// firmware time per read piece ([`SF2281_READ_PIECE_NS`]).
     pub fn preset(name: &str) -> Result<Self, ConfigError> {
         let gc = GcConfig {
@@ -78,16 +88,20 @@ impl DriveConfig {
                 // same controller, so the same SRAM at either size).
                 Some(SF2281_MAP_CACHE_BYTES),
                 TimingParams {
-                    // IMFT 25 nm MLC datasheet-typical tR, tPROG (per
-                    // 8 KiB page) and tBERS.
+                    // IMFT 25 nm MLC datasheet-typical tR, tPROG and
+                    // tBERS (Micron L74A, MT29F64G08CBAAA: program page
+                    // 1300 us typical, two planes with multi-plane
+                    // commands): both planes program at once, 16 KiB per
+                    // 1.3 ms, folded in as 650 us per 8 KiB page.
                     read_ns: 50_000,
-                    program_ns: 1_300_000,
+                    program_ns: 650_000,
                     erase_ns: 3_000_000,
                     // ONFI 2.x bus generation (200 MT/s).
                     channel_bytes_per_sec: 200_000_000,
                     // No datasheet figure: above the SATA payload rate, so
                     // the link, not the engine, bounds a clean read.
                     engine_bytes_per_sec: 1_000_000_000,
+                    encode_bytes_per_sec: Some(SF2281_ENCODE_BYTES_PER_SEC),
                     host_link: HostLink::Sata6g,
                     // Calibrated: the clean HD Tach read (402 MB/s) with
                     // the command latency; it caps IOPS at 125k.
@@ -151,6 +165,7 @@ impl DriveConfig {
                     channel_bytes_per_sec: 400_000_000,
                     // Unused: the 830 neither compresses nor hashes.
                     engine_bytes_per_sec: 1_000_000_000,
+                    encode_bytes_per_sec: None,
                     host_link: HostLink::Sata6g,
                     // Datasheet: Samsung's SSD 830 specification gives the
                     // 64 GB model up to 75k IOPS of 4 KiB random reads at
@@ -203,6 +218,7 @@ impl DriveConfig {
                     channel_bytes_per_sec: 40_000_000,
                     // Unused: the X25-M neither compresses nor hashes.
                     engine_bytes_per_sec: 1_000_000_000,
+                    encode_bytes_per_sec: None,
                     host_link: HostLink::Sata3g,
                     // Calibrated: the IOPS ceiling 1e9 / 25 us = 40k, for
                     // the review discussion's 40,913 IOPS 4 KiB random read

@@ -69,10 +69,43 @@ pub(super) struct ChunkRead {
     pub(super) pages: Range<usize>,
 }
 
+/// A write command's data on its way in: over the host link, then through
+/// the compression and hash engine, each in order; the link carries the
+/// next bytes while the engine codes the last.
+struct DataStream {
+    /// Bytes booked so far.
+    sent: u64,
+    /// When the bytes booked so far have crossed the link.
+    received: SimTime,
+    /// When they are through the engine too.
+    at: SimTime,
+    /// They pass the engine (compression or dedup on).
+    coded: bool,
+}
+
+impl DataStream {
+    fn new(at: SimTime, coded: bool) -> Self {
+        DataStream { sent: 0, received: at, at, coded }
+    }
+
+    /// When the command's first `upto` bytes are through.
+    fn upto(&mut self, t: &mut crate::timing::Timeline, upto: u64) -> SimTime {
+        if upto > self.sent {
+            let bytes = upto - self.sent;
+            self.received = t.link(bytes, self.received);
+            self.at = if self.coded { t.engine(bytes, self.received.max(self.at)) } else { self.received };
+            self.sent = upto;
+        }
+        self.at
+    }
+}
+
 impl Drive {
     /// Completion time of a write of `bytes` issued at `submitted` whose
-    /// NAND work was `ops`: firmware, host transfer, compression and hash,
-    /// then its own page programs (and read-modify-write reads). Garbage
+    /// NAND work was `ops`: firmware, then its data streamed over the link
+    /// and through the engine, each of its own page programs (and the
+    /// write path's encoder before it) once its share of the bytes is
+    /// through, and read-modify-write reads. Garbage
     /// collection the write triggered occupies dies and channels, so it
     /// delays whatever needs those dies next, but the write itself completes
     /// once its data is handed to the dies: the drive keeps free blocks in
@@ -86,8 +119,14 @@ impl Drive {
         let held = self.life_curve_hold(submitted);
         let t = &mut self.timeline;
         let accepted = t.firmware(submitted, 0).max(held);
-        let received = t.link(bytes, accepted.max(t.link_floor(submitted)));
-        let ready = if self.config.compression || self.config.dedup { t.engine(bytes, received) } else { received };
+        let coded = self.config.compression || self.config.dedup;
+        // Each page program waits only for its share of the command's
+        // bytes; a command's data used to cross the link and the engine
+        // whole first, idling the dies between large commands at QD 1.
+        let programs = ops.iter().filter(|op| matches!(op, NandOp::Program(_))).count() as u64;
+        let mut stream = DataStream::new(accepted.max(t.link_floor(submitted)), coded);
+        let mut programmed = 0u64;
+        let ready = stream.upto(t, bytes / programs.max(1));
         let (mut done, mut host_data) = (ready, ready);
         // Pass 1: host work, and when each victim's live pages are read.
         let mut victim_data = std::mem::take(&mut self.victim_scratch);
@@ -99,7 +138,12 @@ impl Drive {
                     host_data = host_data.max(t.page_read(d, ready, Work::Host));
                     done = done.max(host_data);
                 }
-                NandOp::Program(DieId(d)) => done = done.max(t.page_program(d, host_data, Work::Host)),
+                NandOp::Program(DieId(d)) => {
+                    programmed += 1;
+                    let data = stream.upto(t, bytes * programmed / programs);
+                    let data = t.encode_page(data);
+                    done = done.max(t.page_program(d, host_data.max(data), Work::Host));
+                }
                 NandOp::GcRead(DieId(d), pages) => gc_data = gc_data.max(t.background_reads(d, ready, pages)),
                 NandOp::Erase(_) => victim_data.push(std::mem::replace(&mut gc_data, ready)),
                 NandOp::GcProgram(_) => {}
@@ -121,7 +165,7 @@ impl Drive {
             }
         }
         self.victim_scratch = victim_data;
-        done
+        done.max(stream.upto(t, bytes))
     }
 
     /// When the firmware's life curve lets a write issued at `at` in (see
