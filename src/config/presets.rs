@@ -47,16 +47,18 @@ impl DriveConfig {
     ///
     /// Timing sources: tR, tPROG and tBERS are typical datasheet values for
     /// the NAND generation (IMFT 25 nm MLC: tR 50 us, tPROG 1.3 ms per
-    /// two-plane program of 2 x 8 KiB; Samsung 27 nm toggle and Intel 34 nm: effective tPROG
-    /// per page with multi-plane folded in, 420 us and 2 ms, matching their
-    /// sequential and random write ratings); channel rates are the flash
+    /// two-plane program of 2 x 8 KiB; Samsung 27 nm toggle and Intel 34
+    /// nm: effective tPROG per page with multi-plane folded in, 420 us and
+    /// 2 ms, matching their sequential and random write ratings); channel
+    /// rates are the flash
     /// bus generations (ONFI 2 / toggle 1: 200-400 MB/s; the X25-M's 40 MB/s
     /// ONFI 1 bus); SATA payload rates are 8b/10b less framing. Only the
     /// firmware's command latency and service time are fitted, to the
     /// clean-drive review figures in the README (HD Tach 402 MB/s, 500 MB/s,
     /// 40k IOPS), and the SF-2281's write path to its clean incompressible
-    /// write ([`SF2281_ENCODE_BYTES_PER_SEC`]). One figure is fitted to a degraded state: the SF-2281's
-    /// firmware time per read piece ([`SF2281_READ_PIECE_NS`]).
+    /// write ([`SF2281_ENCODE_BYTES_PER_SEC`]). One figure is fitted to a
+    /// degraded state: the SF-2281's firmware time per read piece
+    /// ([`SF2281_READ_PIECE_NS`]).
     pub fn preset(name: &str) -> Result<Self, ConfigError> {
         let gc = GcConfig {
             policy: GcPolicy::Greedy,
