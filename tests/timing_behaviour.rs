@@ -6,70 +6,17 @@
 //! metadata only, so the whole file runs in seconds. Each test prints the
 //! numbers its assertions rest on (`cargo test -- --nocapture`).
 
+mod sim;
+
 use duraflash::config::PRESETS;
-use duraflash::content::pattern::DataSpec;
 use duraflash::host::HostQueue;
-use duraflash::timing::transfer_ns;
-use duraflash::workload::access::{Distribution, Rw};
-use duraflash::workload::job::{fill_spec, run_group, run_job, JobResult, JobSpec, Limit};
+use duraflash::workload::access::Rw;
+use duraflash::workload::job::Limit;
 use duraflash::workload::review::{hdtach, hdtach_sweep, iometer};
 use duraflash::{Drive, DriveConfig, Lba, Media};
+use sim::{drive, fill, incompressible, job, preset, run, within, KIB, MIB};
 
-const KIB: u64 = 1 << 10;
-const MIB: u64 = 1 << 20;
 const SECTOR: u64 = 512;
-
-/// `name` scaled to `capacity` bytes, keeping `media`.
-fn preset(name: &str, capacity: u64, media: Media) -> DriveConfig {
-    let mut cfg = DriveConfig::preset(name).expect("preset").scaled(capacity).expect("scaled preset");
-    cfg.media = media;
-    cfg
-}
-
-/// A drive built from `cfg` (metadata-only ones take 4 KiB-aligned writes only and time reads without data).
-fn drive(cfg: DriveConfig) -> Drive {
-    Drive::new(cfg).expect("valid config")
-}
-
-fn incompressible() -> DataSpec {
-    DataSpec::incompressible()
-}
-
-#[allow(clippy::too_many_arguments)]
-fn job(rw: Rw, bs: u64, qd: u32, offset: u64, length: u64, limit: Limit, data: DataSpec, seed: u64) -> JobSpec {
-    JobSpec {
-        name: format!("{rw:?}-bs{bs}-qd{qd}").to_lowercase(),
-        rw,
-        bs,
-        iodepth: qd,
-        offset,
-        length,
-        limit,
-        rwmixread: 0,
-        distribution: Distribution::Random,
-        data,
-        seed,
-    }
-}
-
-fn run(drive: &mut Drive, spec: &JobSpec) -> JobResult {
-    run_job(drive, spec, &mut |_| {}).unwrap_or_else(|e| panic!("job {} failed: {e}", spec.name))
-}
-
-/// Writes the first `span` bytes once, sequentially (128 KiB at QD 32).
-fn fill(drive: &mut Drive, span: u64, data: DataSpec, seed: u64) {
-    run(drive, &fill_spec(span, 128 * KIB, 32, data, seed));
-}
-
-/// 4 KiB random reads at queue depth `qd` over the first `span` bytes, on a clone.
-fn randread_iops(drive: &Drive, span: u64, qd: u32, ops: u64) -> f64 {
-    let mut d = drive.clone();
-    run(&mut d, &job(Rw::RandRead, 4 * KIB, qd, 0, span, Limit::Ops(ops), incompressible(), 5)).read.iops
-}
-
-fn within(value: f64, target: f64, tolerance: f64) -> bool {
-    (value - target).abs() <= target * tolerance
-}
 
 // ---------------------------------------------------------------------------
 // 1. Calibration of the clean presets.
@@ -220,60 +167,7 @@ fn more_free_space_gives_a_higher_random_write_steady_state() {
 }
 
 // ---------------------------------------------------------------------------
-// 3-4. Random reads scale with queue depth up to the drive's ceiling (on
-// the Samsung 830 its controller's command rate, below what its dies can
-// sense), not beyond.
-
-#[test]
-fn random_read_iops_rise_with_queue_depth_until_the_drive_saturates() {
-    let mut d = drive(preset("samsung830-64g", 512 * MIB, Media::MetadataOnly));
-    let capacity = d.config().logical_bytes;
-    fill(&mut d, capacity, incompressible(), 1);
-    let qds = [1u32, 4, 16, 32, 64];
-    let iops: Vec<f64> = qds.iter().map(|&qd| randread_iops(&d, capacity, qd, 8000)).collect();
-    let t = &d.config().timing;
-    // Whatever else a read waits for, its die must sense the page.
-    let die_bound = f64::from(d.config().geometry.dies()) * 1e9 / t.read_ns as f64;
-    println!("samsung830 4 KiB random read IOPS at QD {qds:?}: {iops:.0?} (die bound {die_bound:.0})");
-    assert!(iops[1] > 1.5 * iops[0], "QD 4 {:.0} vs QD 1 {:.0}", iops[1], iops[0]);
-    assert!(iops[2] > 1.3 * iops[1], "QD 16 {:.0} vs QD 4 {:.0}", iops[2], iops[1]);
-    assert!(iops[4] >= 0.98 * iops[3], "QD 64 {:.0} fell below QD 32 {:.0}", iops[4], iops[3]);
-    assert!(iops[4] < 1.3 * iops[3], "QD 64 {:.0} vs QD 32 {:.0}: not near saturation", iops[4], iops[3]);
-    assert!(iops[4] <= die_bound, "QD 64 {:.0} IOPS beats what the dies can sense ({die_bound:.0})", iops[4]);
-}
-
-/// The samsung830 geometry with `channels` x `dies_per_channel` dies and
-/// the same number of blocks in all.
-fn samsung_with_dies(channels: u32, dies_per_channel: u32) -> DriveConfig {
-    let mut cfg = preset("samsung830-64g", 512 * MIB, Media::MetadataOnly);
-    let blocks = cfg.geometry.total_blocks();
-    cfg.geometry.channels = channels;
-    cfg.geometry.dies_per_channel = dies_per_channel;
-    cfg.geometry.blocks_per_die = blocks.div_ceil(channels * dies_per_channel);
-    cfg.validate().expect("same capacity on the new geometry");
-    cfg
-}
-
-#[test]
-fn queue_depth_1_random_reads_gain_nothing_from_more_dies() {
-    let mut few = drive(samsung_with_dies(2, 1));
-    let mut many = drive(samsung_with_dies(2, 4));
-    let capacity = few.config().logical_bytes;
-    assert_eq!(capacity, many.config().logical_bytes);
-    fill(&mut few, capacity, incompressible(), 1);
-    fill(&mut many, capacity, incompressible(), 1);
-    let (few1, many1) = (randread_iops(&few, capacity, 1, 4000), randread_iops(&many, capacity, 1, 4000));
-    let (few32, many32) = (randread_iops(&few, capacity, 32, 8000), randread_iops(&many, capacity, 32, 8000));
-    println!(
-        "2 channels x 1 die vs x 4 dies, 4 KiB random read IOPS: QD 1 {few1:.0} vs {many1:.0}, \
-         QD 32 {few32:.0} vs {many32:.0}"
-    );
-    assert!(within(many1, few1, 0.02), "QD 1: {many1:.0} IOPS on 8 dies vs {few1:.0} on 2");
-    assert!(many32 > 1.5 * few32, "QD 32: {many32:.0} IOPS on 8 dies vs {few32:.0} on 2");
-}
-
-// ---------------------------------------------------------------------------
-// 5. Placement alone slows sequential reads after random writes.
+// 3. Placement alone slows sequential reads after random writes.
 
 /// Sequential 64 KiB reads at QD 1 over the whole drive: (MB/s, NAND pages
 /// read per 8 KiB read).
@@ -301,7 +195,7 @@ fn sequential_read(drive: &mut Drive) -> (f64, f64) {
 #[test]
 #[cfg(feature = "quirk-read-degradation")]
 fn random_writes_fragment_compressed_data_and_slow_sequential_reads() {
-    let data = DataSpec::compressible(50).unwrap();
+    let data = duraflash::content::pattern::DataSpec::compressible(50).unwrap();
     let mut fresh = drive(preset("sf2281-240g", 256 * MIB, Media::MetadataOnly));
     let capacity = fresh.config().logical_bytes;
     fill(&mut fresh, capacity, data, 1);
@@ -328,7 +222,7 @@ fn random_writes_fragment_compressed_data_and_slow_sequential_reads() {
 }
 
 // ---------------------------------------------------------------------------
-// 6. Simulated time only.
+// 4. Simulated time only.
 
 #[test]
 fn results_are_deterministic_and_qd1_iops_is_the_inverse_mean_latency() {
@@ -354,7 +248,7 @@ fn results_are_deterministic_and_qd1_iops_is_the_inverse_mean_latency() {
 }
 
 // ---------------------------------------------------------------------------
-// 7. Foreground GC delays host writes.
+// 5. Foreground GC delays host writes.
 
 #[test]
 fn foreground_gc_raises_write_tail_latency() {
@@ -394,7 +288,7 @@ fn foreground_gc_raises_write_tail_latency() {
 }
 
 // ---------------------------------------------------------------------------
-// 8. TRIM costs firmware time, no NAND work.
+// 6. TRIM costs firmware time, no NAND work.
 
 #[test]
 fn trim_costs_firmware_time_per_range_and_no_nand_work() {
@@ -431,7 +325,7 @@ fn trim_costs_firmware_time_per_range_and_no_nand_work() {
 }
 
 // ---------------------------------------------------------------------------
-// 9. Idle time lets GC clean ahead of the host.
+// 7. Idle time lets GC clean ahead of the host.
 
 #[test]
 fn idle_time_runs_gc_and_frees_blocks() {
@@ -490,75 +384,6 @@ fn idle_time_runs_gc_and_frees_blocks() {
     assert!(p99_idled < p99_busy, "burst p99 {p99_idled} ns after idle vs {p99_busy} ns without");
 }
 
-// ---------------------------------------------------------------------------
-// Bug: shared clocks cannot be used out of order.
-
-/// Dies on one channel sense in parallel and take turns on the bus: four
-/// dies on one channel whose bus moves a page in a third of a die's sense
-/// time read well over twice as fast as one die at high queue depth, up to
-/// the channel's bound. Only the unit's 4 KiB of each 8 KiB page cross the
-/// bus (the controller clocks out the codewords it needs).
-#[test]
-fn dies_on_one_channel_overlap_until_the_channel_saturates() {
-    let mut one = drive(samsung_with_dies(1, 1));
-    let mut four = drive(samsung_with_dies(1, 4));
-    let capacity = one.config().logical_bytes;
-    fill(&mut one, capacity, incompressible(), 1);
-    fill(&mut four, capacity, incompressible(), 1);
-    let t = &one.config().timing;
-    let channel_bound = 1e9 / transfer_ns(4096, t.channel_bytes_per_sec) as f64;
-    let (a, b) = (randread_iops(&one, capacity, 64, 8000), randread_iops(&four, capacity, 64, 8000));
-    println!(
-        "1 channel, QD 64 4 KiB random reads: 1 die {a:.0} IOPS, 4 dies {b:.0} IOPS (channel bound {channel_bound:.0})"
-    );
-    assert!(b > 2.5 * a, "4 dies {b:.0} IOPS vs 1 die {a:.0}: channel bound {channel_bound:.0}");
-    assert!(b <= channel_bound * 1.001, "4 dies {b:.0} IOPS beat the channel bound {channel_bound:.0}");
-}
-
-// ---------------------------------------------------------------------------
-// Bugs.
-
-/// `Timeline` books a channel (like the link, the engine and the firmware
-/// core) with busy-until clocks, `start = max(ready, busy_until)`, and work
-/// reaches it in program order, not time order. A read on the SF-2281
-/// preset is two dependent page reads: the map page (the map cache misses),
-/// then the data page once the map is known. The data page of command k is
-/// booked on its channel far in the future (after its map read); the map
-/// read of command k+1, sensed early on an idle die, must then wait behind
-/// it although the channel is idle in between. Random reads stop scaling at
-/// about 30k IOPS from QD 32 to QD 256 with the channels about 30 % busy; an
-/// event-driven model of the same parameters (FCFS channels) gives 82k at
-/// QD 32 and 91k at QD 64, near the 97.7k channel bound.
-#[test]
-
-fn dependent_page_reads_keep_the_channels_busy() {
-    let mut d = drive(preset("sf2281-240g", 512 * MIB, Media::MetadataOnly));
-    let capacity = d.config().logical_bytes;
-    fill(&mut d, capacity, incompressible(), 1);
-    let before = d.stats().host_page_reads;
-    let ops = 8000;
-    let qd64 = randread_iops(&d, capacity, 64, ops);
-    let qd256 = randread_iops(&d, capacity, 256, ops);
-    let mut probe = d.clone();
-    run(&mut probe, &job(Rw::RandRead, 4 * KIB, 64, 0, capacity, Limit::Ops(ops), incompressible(), 5));
-    let data_pages = (probe.stats().host_page_reads - before) as f64 / ops as f64;
-    let t = &d.config().timing;
-    let g = &d.config().geometry;
-    // At most one map page besides the data pages, each crossing a channel.
-    let pages_per_read = data_pages + 1.0;
-    let channel_bound = f64::from(g.channels) * 1e9
-        / (pages_per_read * transfer_ns(u64::from(g.page_bytes), t.channel_bytes_per_sec) as f64);
-    println!(
-        "sf2281 4 KiB random reads: QD 64 {qd64:.0} IOPS, QD 256 {qd256:.0} IOPS; {data_pages:.2} data pages + at most \
-         1 map page a read; channel bound {channel_bound:.0} IOPS"
-    );
-    assert!(
-        qd64 > 0.5 * channel_bound,
-        "QD 64 random reads reach {qd64:.0} IOPS, {:.0} % of the channel bound {channel_bound:.0}",
-        100.0 * qd64 / channel_bound
-    );
-}
-
 /// Regression: ATA DSM carries at most 65535 sectors per range entry, so
 /// `trim_on` splits a long range into entries; each entry once unmapped
 /// only the whole 4 KiB units it covered, leaving the unit straddling each
@@ -573,37 +398,4 @@ fn trim_of_a_long_range_unmaps_every_unit_it_covers() {
     println!("TRIM of the whole {capacity}-byte drive in one range: {unmapped} of {units} units unmapped");
     assert_eq!(unmapped, units, "a unit-aligned TRIM of the whole drive leaves {} units mapped", units - unmapped);
     assert_eq!(d.stats().mapped_units, 0);
-}
-
-/// fio runs the jobs of a group together (`duraflash run`, docs/cli.md):
-/// two QD 1 random readers on a drive with many dies complete about twice
-/// the reads of one in the same simulated time, a reader beside a writer
-/// waits longer than alone, and a group of one job is that job run alone.
-#[test]
-fn jobs_of_a_group_share_the_drive_at_the_same_time() {
-    let span = 64 * MIB;
-    let mut filled = drive(preset("sf2281-240g", 256 * MIB, Media::MetadataOnly));
-    fill(&mut filled, span, incompressible(), 1);
-    let window = Limit::Time(200_000_000);
-    let reader = |seed| job(Rw::RandRead, 4 * KIB, 1, 0, span, window, incompressible(), seed);
-    let writer = job(Rw::RandWrite, 4 * KIB, 8, 0, span, window, incompressible(), 9);
-
-    let alone = run(&mut filled.clone(), &reader(1));
-    let single = run_group(&mut filled.clone(), &[reader(1)], &mut |_| {}).unwrap();
-    assert_eq!(single.jobs, std::slice::from_ref(&alone), "a group of one is the job alone");
-
-    let pair = run_group(&mut filled.clone(), &[reader(1), reader(2)], &mut |_| {}).unwrap();
-    let starts: Vec<u64> = pair.jobs.iter().map(|j| j.start_ns).collect();
-    assert!(starts.iter().all(|&s| s == alone.start_ns), "the jobs start together: {starts:?}");
-    let (one, both) = (alone.read.iops, pair.total.read.iops);
-    println!("QD 1 random read: one job {one:.0} IOPS, two together {both:.0} IOPS");
-    assert!(both > 1.8 * one && both < 2.05 * one, "two QD 1 readers do about twice one: {both:.0} vs {one:.0}");
-    let merged: u64 = pair.jobs.iter().map(|j| j.read.lat.commands).sum();
-    assert_eq!(pair.total.read.lat.commands, merged, "the total counts every job's reads");
-
-    let mixed = run_group(&mut filled.clone(), &[reader(1), writer], &mut |_| {}).unwrap();
-    let (quiet, busy) = (alone.read.lat.mean_latency_ns, mixed.jobs[0].read.lat.mean_latency_ns);
-    println!("QD 1 random read latency: alone {quiet:.0} ns, beside a QD 8 writer {busy:.0} ns");
-    assert!(busy > 1.2 * quiet, "a writer beside the reader slows its reads: {busy:.0} vs {quiet:.0} ns");
-    assert!(mixed.jobs[1].write.lat.commands > 0);
 }
