@@ -139,6 +139,9 @@ impl Default for BarChart {
 const DEFAULT_WIDTH: u32 = 900;
 const DEFAULT_HEIGHT: u32 = 500;
 const FONT: &str = "sans-serif";
+/// A series whose y's all lie within this share of the y axis's span of
+/// an earlier one's is drawn under it: dashed, and named in the legend.
+const HIDDEN_SHARE: f64 = 0.005;
 /// Okabe-Ito colour-blind-safe palette (yellow swapped for olive, which reads on white).
 const PALETTE: [RGBColor; 8] = [
     RGBColor(0x00, 0x72, 0xB2),
@@ -189,12 +192,19 @@ pub fn line_chart(path: &Path, chart: &LineChart) -> Result<(), PlotError> {
                 .collect()
         })
         .collect();
-    // The first earlier series each one is identical to, if any.
-    let same_as: Vec<Option<usize>> =
-        (0..series.len()).map(|i| (0..i).find(|&j| !series[i].is_empty() && series[j] == series[i])).collect();
     let all = || series.iter().flatten();
     let has_data = all().next().is_some();
     let (xs, ys) = (bounds(all().map(|p| p.0)), bounds(all().map(|p| p.1)));
+    // The first earlier series each one lies under, if any: the same x's,
+    // and y's closer than the line is wide.
+    let span = ys.map_or(0.0, |(lo, hi)| if chart.y_from_zero { hi.max(0.0) - lo.min(0.0) } else { hi - lo });
+    let under = |a: &[(f64, f64)], b: &[(f64, f64)]| {
+        !a.is_empty()
+            && a.len() == b.len()
+            && a.iter().zip(b).all(|(p, q)| p.0 == q.0 && (p.1 - q.1).abs() <= HIDDEN_SHARE * span)
+    };
+    let same_as: Vec<Option<usize>> =
+        (0..series.len()).map(|i| (0..i).find(|&j| under(&series[i], &series[j]))).collect();
 
     let x = match xs {
         Some((lo, hi)) if chart.x_log2 => log2_axis(lo, hi),
@@ -236,8 +246,11 @@ pub fn line_chart(path: &Path, chart: &LineChart) -> Result<(), PlotError> {
             .filter(|(_, s)| !s.name.is_empty())
             .map(|(i, s)| {
                 let swatch = Swatch::Line { dashed: pens[i].dashed };
-                match same_as[i].map(|j| &chart.series[j].name).filter(|n| !n.is_empty()) {
-                    Some(earlier) => (format!("{} (= {earlier})", s.name), pens[i].colour, swatch),
+                match same_as[i].filter(|&j| !chart.series[j].name.is_empty()) {
+                    Some(j) => {
+                        let sign = if series[i] == series[j] { '=' } else { '≈' };
+                        (format!("{} ({sign} {})", s.name, chart.series[j].name), pens[i].colour, swatch)
+                    }
                     None => (s.name.clone(), pens[i].colour, swatch),
                 }
             })
@@ -430,13 +443,14 @@ mod tests {
     }
 
     #[test]
-    fn a_series_identical_to_an_earlier_one_is_dashed_and_named() {
+    fn a_series_under_an_earlier_one_is_dashed_and_named() {
         let polylines = |name: &str, second: Vec<(f64, f64)>| {
             let chart = LineChart {
                 series: vec![
                     Series { name: "after TRIM".into(), points: curve(64, |_| 254.0) },
                     Series { name: "after 2nd TRIM".into(), points: second },
                 ],
+                y_from_zero: true,
                 ..Default::default()
             };
             let path = out(name);
@@ -444,9 +458,11 @@ mod tests {
             std::fs::read_to_string(&path).unwrap()
         };
         let same = polylines("same.svg", curve(64, |_| 254.0));
+        let near = polylines("near.svg", curve(64, |_| 254.5));
         let apart = polylines("apart.svg", curve(64, |_| 250.0));
         assert!(same.contains("after 2nd TRIM (= after TRIM)"), "the legend names the series it hides");
-        assert!(!apart.contains("(= "));
+        assert!(near.contains("after 2nd TRIM (≈ after TRIM)"), "a series within a line's width is hidden too");
+        assert!(!apart.contains("(= ") && !apart.contains("(≈ "));
         let count = |svg: &str| svg.matches("<polyline").count();
         assert!(count(&same) > count(&apart) + 10, "drawn in dashes: {} vs {}", count(&same), count(&apart));
     }
