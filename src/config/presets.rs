@@ -91,10 +91,14 @@ impl DriveConfig {
                 Some(SF2281_MAP_CACHE_BYTES),
                 TimingParams {
                     // IMFT 25 nm MLC datasheet-typical tR, tPROG and
-                    // tBERS (Micron L74A, MT29F64G08CBAAA: program page
+                    // tBERS (Micron L74A die, MT29F64G08CBAAA: program page
                     // 1300 us typical, two planes with multi-plane
                     // commands): both planes program at once, 16 KiB per
-                    // 1.3 ms, folded in as 650 us per 8 KiB page.
+                    // 1.3 ms, folded in as 650 us per 8 KiB page. That
+                    // part number is the die's asynchronous package; the
+                    // Vertex 3 carried synchronous (ONFI 2.0) ones of the
+                    // same die (AnandTech 2011, "OCZ Agility 3 (240GB)
+                    // Review", lineup table), hence the bus below.
                     read_ns: 50_000,
                     program_ns: 650_000,
                     erase_ns: 3_000_000,
