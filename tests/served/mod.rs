@@ -19,7 +19,7 @@ pub struct Served {
 }
 
 /// The port after `scheme://127.0.0.1:` in `line`.
-pub fn port_in(line: &str, scheme: &str) -> Option<u16> {
+fn port_in(line: &str, scheme: &str) -> Option<u16> {
     let rest = &line[line.find(&format!("{scheme}://127.0.0.1:"))? + scheme.len() + 13..];
     rest[..rest.find('/')?].parse().ok()
 }
