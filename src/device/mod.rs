@@ -109,7 +109,7 @@ pub struct Drive {
     /// The journal buffer not in use (see [`NandArray::take_journal`]).
     ops_spare: Vec<NandOp>,
     /// Scratch list of when each GC victim's data is read, per write.
-    victim_scratch: Vec<SimTime>,
+    victim_scratch: Vec<Option<SimTime>>,
     /// The host's stream hints: `(first unit, stream)` in order, each
     /// reaching to the next; units before the first are stream 0.
     stream_hints: Vec<(u64, u8)>,

@@ -109,7 +109,9 @@ impl Drive {
     /// collection the write triggered occupies dies and channels, so it
     /// delays whatever needs those dies next, but the write itself completes
     /// once its data is handed to the dies: the drive keeps free blocks in
-    /// reserve, so it never waits for an erase.
+    /// reserve, so it waits for an erase only where a die out of erased
+    /// blocks erases a dead one to keep its place in the stripe (an erase
+    /// that moves nothing is booked at once, ahead of the die's programs).
     ///
     /// GC is booked the way a die scheduler with read priority runs it:
     /// every victim's page reads first, then each victim's relocation
@@ -132,6 +134,7 @@ impl Drive {
         let mut victim_data = std::mem::take(&mut self.victim_scratch);
         victim_data.clear();
         let mut gc_data = ready;
+        let mut relocating = false;
         for op in ops {
             match *op {
                 NandOp::Read(DieId(d)) => {
@@ -145,20 +148,34 @@ impl Drive {
                     done = done.max(t.page_program(d, host_data.max(data), Work::Host));
                 }
                 NandOp::GcRead(DieId(d), pages) => gc_data = gc_data.max(t.background_reads(d, ready, pages)),
-                NandOp::Erase(_) => victim_data.push(std::mem::replace(&mut gc_data, ready)),
-                NandOp::GcProgram(_) => {}
+                // A block that moves nothing (dead, or a die's own block
+                // taken for the stripe) is erased at once, ahead of the
+                // programs that follow it on its die.
+                NandOp::Erase(DieId(d)) if !relocating && gc_data == ready => {
+                    t.erase(d, ready);
+                    victim_data.push(None);
+                }
+                NandOp::Erase(_) => {
+                    victim_data.push(Some(std::mem::replace(&mut gc_data, ready)));
+                    relocating = false;
+                }
+                NandOp::GcProgram(_) => relocating = true,
             }
         }
         // Pass 2: each victim's relocation programs, then its erase.
         let mut victims = victim_data.iter().copied();
-        let mut data = victims.next().unwrap_or(gc_data);
+        let mut victim = victims.next();
+        let mut data = victim.flatten().unwrap_or(gc_data);
         let mut moved = data;
         for op in ops {
             match *op {
                 NandOp::GcProgram(DieId(d)) => moved = moved.max(t.page_program(d, data, Work::Background)),
                 NandOp::Erase(DieId(d)) => {
-                    t.erase(d, moved);
-                    data = victims.next().unwrap_or(gc_data);
+                    if let Some(Some(_)) = victim {
+                        t.erase(d, moved);
+                    }
+                    victim = victims.next();
+                    data = victim.flatten().unwrap_or(gc_data);
                     moved = data;
                 }
                 NandOp::Read(_) | NandOp::Program(_) | NandOp::GcRead(..) => {}

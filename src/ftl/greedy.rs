@@ -175,6 +175,16 @@ impl GreedyIndex {
         out.into_iter().map(|e| e.block).collect()
     }
 
+    /// The oldest indexed block that holds data but no live byte and
+    /// passes `keep`.
+    pub fn emptied_where(&self, keep: impl Fn(u32) -> bool) -> Option<u32> {
+        self.buckets[0]
+            .iter()
+            .filter(|e| e.live == 0 && e.data > 0 && keep(e.block))
+            .min_by_key(|e| e.seq)
+            .map(|e| e.block)
+    }
+
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> u64 {
         let entries: usize = self.buckets.iter().map(|b| b.capacity()).sum();

@@ -10,7 +10,9 @@
 //! page the write point moves to the next die, so consecutive data is
 //! striped page by page across dies; so does a sealed block's padded last
 //! page, when the next die's open block can take the chunk that did not
-//! fit (else the chunk opens the die's next block).
+//! fit (else the chunk opens the die's next block). A die out of erased
+//! blocks erases one of its own left with no live data rather than drop
+//! out of the stripe; only a die with neither is passed by.
 //!
 //! Owns block states and per-block live bytes; the chunk store owns which
 //! chunk is where, and each block keeps a summary of the chunk ids written

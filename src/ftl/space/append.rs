@@ -121,7 +121,7 @@ impl Space {
             self.seal(nand, slot)?;
         }
         let die = slot % self.dies();
-        let Some(block) = self.take_free(nand, die) else {
+        let Some(block) = self.take_free(nand, die).or_else(|| self.erase_emptied_on(nand, die)) else {
             return Ok(None);
         };
         self.free_count -= 1;
@@ -134,6 +134,17 @@ impl Space {
             *f = frontier;
         }
         Ok(Some(sealed_partial))
+    }
+
+    /// Erases the oldest block of die `die` left with no live data, for a
+    /// die that has run out of erased blocks: the stripe waits for the
+    /// erase instead of passing the die by.
+    fn erase_emptied_on(&mut self, nand: &mut NandArray, die: usize) -> Option<BlockId> {
+        let per_die = self.blocks_per_die;
+        let block = BlockId(self.greedy.emptied_where(|b| (b / per_die) as usize == die)?);
+        let summary = self.take_summary(block);
+        self.erase(nand, block, summary);
+        self.take_free(nand, die)
     }
 
     /// [`Space::append_at`] where it is only bookkeeping: slot `slot` has
@@ -309,6 +320,35 @@ mod tests {
         assert_eq!((space.live_bytes(block), space.summary(block).len()), (4096, 4));
         let next = space.append(&mut nand, id(4), 10, 5, 0).unwrap();
         assert_ne!(nand.die_of(next.block), nand.die_of(block), "a full page moves the write point on");
+        space.check(&nand).unwrap();
+    }
+
+    /// A die with no erased block but a dead one erases it and keeps its
+    /// place in the stripe: the next die has a free block, and a write that
+    /// passed die 0 by would land there, off the stripe.
+    #[test]
+    fn a_die_out_of_free_blocks_erases_its_dead_one_rather_than_be_passed_by() {
+        let g = geometry();
+        let mut space = Space::new(&g);
+        let mut nand = NandArray::new(&g);
+        let page = g.page_bytes;
+        let chunks = (g.total_blocks() * g.pages_per_block) as usize;
+        let placed: Vec<NandExtent> = (0..chunks)
+            .map(|i| space.append(&mut nand, ChunkId::from_index(i).unwrap(), page, i as u64 + 1, 0).unwrap())
+            .collect();
+        assert_eq!(space.free_blocks(), 0);
+        let (die0, die1) = (placed[0].block, placed[1].block);
+        assert_eq!((nand.die_of(die0).0, nand.die_of(die1).0), (0, 1));
+        for e in placed.iter().filter(|e| e.block == die0 || e.block == die1) {
+            space.invalidate(*e);
+        }
+        let summary = space.take_summary(die1);
+        space.erase(&mut nand, die1, summary);
+        nand.take_journal(Vec::new());
+        let next = space.append(&mut nand, ChunkId::from_index(chunks).unwrap(), page, chunks as u64 + 1, 0).unwrap();
+        assert_eq!(next.block, die0, "die 0 reuses its dead block");
+        assert_eq!(nand.journal()[0], crate::nand::NandOp::Erase(crate::units::DieId(0)));
+        assert_eq!(space.free_blocks(), 1, "die 1's erased block is still free");
         space.check(&nand).unwrap();
     }
 }
