@@ -175,14 +175,11 @@ impl GreedyIndex {
         out.into_iter().map(|e| e.block).collect()
     }
 
-    /// The oldest indexed block that holds data but no live byte and
-    /// passes `keep`.
+    /// An indexed block that holds data but no live byte and passes
+    /// `keep`: the first in its bucket, so a search stops at the first
+    /// match (a full TRIM puts every block in that bucket).
     pub fn emptied_where(&self, keep: impl Fn(u32) -> bool) -> Option<u32> {
-        self.buckets[0]
-            .iter()
-            .filter(|e| e.live == 0 && e.data > 0 && keep(e.block))
-            .min_by_key(|e| e.seq)
-            .map(|e| e.block)
+        self.buckets[0].iter().find(|e| e.live == 0 && e.data > 0 && keep(e.block)).map(|e| e.block)
     }
 
     /// Heap bytes held.

@@ -136,7 +136,7 @@ impl Space {
         Ok(Some(sealed_partial))
     }
 
-    /// Erases the oldest block of die `die` left with no live data, for a
+    /// Erases a block of die `die` left with no live data, for a
     /// die that has run out of erased blocks: the stripe waits for the
     /// erase instead of passing the die by.
     fn erase_emptied_on(&mut self, nand: &mut NandArray, die: usize) -> Option<BlockId> {
