@@ -73,7 +73,13 @@ impl DriveConfig {
             // spectrum", page 2: SF-2281 Force Series 3 120GB 16 x 64Gb,
             // 240GB 32 x 64Gb), 128 GiB of NAND for 120 GB (AnandTech
             // 2011, "OCZ Vertex 3 (240GB) Review", page 1), and the 2011
-            // drives' 3.x firmware line.
+            // drives' 3.x firmware line. The 2012 Force GS carries SanDisk
+            // 24 nm Toggle MLC instead, 16 packages of two 64 Gbit dies (its
+            // review, Vättö 2012, page "Inside The Corsair Force GS"): the
+            // same 32 dies, with 8 KiB pages and 256-page blocks too (J. D.
+            // Andrews, "SanDisk & Toshiba take back crown with 19nm", May
+            // 2011: 19 nm keeps 24 nm's page and block sizes); its timings
+            // are not published, so the preset keeps IMFT's.
             "sf2281-240g" | "sf2281-120g" => (
                 if name == "sf2281-240g" { 240_000_000_000 } else { 120_000_000_000 },
                 Geometry {
