@@ -84,8 +84,8 @@ const KNOWN_DISAGREEMENTS: &[(&str, &str)] = &[
 /// Rows that agree at the quick scale and disagree on the tiny models:
 /// what the tiny scale gets wrong, not what the model does.
 ///
-/// 5.0.2's incompressible HD Tach write after TRIM is 0.768 of clean at
-/// the quick scale and 1.000 on the tiny model. What scales wrongly is
+/// 5.0.2's incompressible HD Tach write after TRIM is 0.727 of clean at
+/// the quick scale (4 GiB) and 1.000 on the tiny model. What scales wrongly is
 /// the tiny array: whole 2 MiB blocks on 32 dies step its size by 64 MiB,
 /// a quarter of the drive, so the 256 MiB model of the torture part has 7
 /// blocks a die and 75 % OP (the report's geometry line), and the half of
