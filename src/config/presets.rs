@@ -21,9 +21,9 @@ pub const SF2281_MAP_CACHE_BYTES: u64 = 4 << 20;
 /// [`TimingParams::read_piece_ns`]). The one figure fitted to a degraded
 /// state: the review's tortured HD Tach read (182 MB/s), on the model
 /// `reproduce` runs (1 GiB when fitted; the 4 GiB model it has run since
-/// session 22 reads 184.4 MB/s, so the fit stands). Refitted from 20 µs to 21 µs when resources
-/// began serving work in time order (reads overlapped better: 20 µs gave
-/// 187.4 MB/s), and back to 20 µs when a read with one unit out of place
+/// session 22 reads 184.4 MB/s, so the fit stands). Refitted from 20 µs to
+/// 21 µs when resources began serving work in time order (reads
+/// overlapped better: 20 µs gave 187.4 MB/s), and back to 20 µs when a read with one unit out of place
 /// began to be served wholly unit by unit (`device::read`: 21 µs then gave
 /// 174.3 MB/s, as the reads' few units that still continued their
 /// neighbours were charged too), and to 19 µs when a read's data began to
