@@ -76,6 +76,10 @@ enum Command {
     /// TRIM (optimizer) and SMART, written as DIR/index.html, DIR/report.md
     /// and DIR/results.json.
     Reproduce(studies::ReproduceArgs),
+    /// Several `reproduce` reports side by side (other seeds, the other
+    /// scale, another commit): each row's number and verdict in every run,
+    /// the rows whose verdict changes named, and exit status 1 if any does.
+    Compare(studies::CompareArgs),
     /// Serve the drive over NBD (qemu, nbdinfo, nbdcopy, fio, nbdfuse) until
     /// SIGINT/SIGTERM, then print the final JSON report.
     Serve(ServeArgs),
@@ -212,6 +216,7 @@ fn main() -> ExitCode {
         Command::Sweep(args) => studies::sweep(args),
         Command::Bench(args) => bench::bench(args),
         Command::Reproduce(args) => studies::reproduce(args),
+        Command::Compare(args) => studies::compare(args),
         Command::Serve(args) => serve::serve(args),
         Command::Replay(args) => replay::replay(args),
         Command::Raid(args) => trim::raid(args),

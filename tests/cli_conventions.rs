@@ -185,6 +185,7 @@ fn a_missing_input_file_exits_2_naming_its_path_once() {
         &["image", "info", "/nonexistent/x.img"][..],
         &["run", "/nonexistent/x.img"][..],
         &["replay", "/nonexistent/x.img"][..],
+        &["compare", "/nonexistent/x.img", "report"][..],
     ] {
         let out = duraflash(args);
         let err = stderr(&out);

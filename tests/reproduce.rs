@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use duraflash::lab::report::{fmt_ours, Kind, Report, Verdict};
+use duraflash::lab::report::{fmt_ours, Comparison, Kind, Report, Verdict};
 
 /// Predicted rows that disagree with the reviews today at the quick scale
 /// (`duraflash reproduce`), by part and quantity: each is an open problem
@@ -303,14 +303,16 @@ const SEED_UNSTABLE: &[(&str, &str)] =
 
 /// The resilience and incompressible parts give the same verdict on every
 /// row at three seeds but the [`SEED_UNSTABLE`] ones, which each change
-/// (both run in seconds at the tiny scale).
+/// (both run in seconds at the tiny scale); `duraflash compare` names
+/// exactly those and exits 1.
 #[test]
 fn resilience_verdicts_hold_at_three_seeds() {
     // The incompressible part checks the 5.0.x quirks; without them its
     // drives are other firmware (whose tortured reads do move with the
     // seed), and only the resilience part (3.x) is held.
     let parts: &[&str] = if QUIRKS { &["resilience", "incompressible"] } else { &["resilience"] };
-    let mut all: Vec<Vec<(String, String, Verdict)>> = Vec::new();
+    let mut runs: Vec<(String, Report)> = Vec::new();
+    let mut dirs = Vec::new();
     for seed in ["1", "5", "9"] {
         let out = scratch(&format!("resilience-{seed}"));
         let o = duraflash(
@@ -330,28 +332,60 @@ fn resilience_verdicts_hold_at_three_seeds() {
         );
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let report: Report = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
-        let mut these = Vec::new();
         for &name in parts {
             let part = report.parts.iter().find(|p| p.name == name).expect("the part ran");
             assert!(part.error.is_none(), "{:?}", part.error);
             for r in &part.rows {
                 println!("seed {seed}: {name}: {}: {} ({})", r.quantity, fmt_ours(r), r.verdict);
-                these.push((name.to_string(), r.quantity.clone(), r.verdict));
             }
         }
-        all.push(these);
-        std::fs::remove_dir_all(&out).unwrap();
+        runs.push((format!("seed {seed}"), report));
+        dirs.push(out);
     }
+    let comparison = Comparison::new(&runs);
     let unstable = |part: &str, q: &str| SEED_UNSTABLE.contains(&(part, q));
-    for (i, (part, q, verdict)) in all[0].iter().enumerate() {
-        let moved = all.iter().any(|seed| seed[i].2 != *verdict);
-        match (moved, unstable(part, q)) {
-            (true, false) => panic!("{part}: {q}: a seed changes its verdict"),
-            (false, true) => panic!("{part}: {q}: holds at three seeds now (remove it from SEED_UNSTABLE)"),
+    for c in comparison.rows.iter().filter(|c| parts.contains(&c.part.as_str())) {
+        assert!(c.runs.iter().all(Option::is_some), "{}: {}: a row at every seed", c.part, c.quantity);
+        match (c.changes(), unstable(&c.part, &c.quantity)) {
+            (true, false) => panic!("{}: {}: a seed changes its verdict", c.part, c.quantity),
+            (false, true) => {
+                panic!("{}: {}: holds at three seeds now (remove it from SEED_UNSTABLE)", c.part, c.quantity)
+            }
             _ => {}
         }
     }
     for (part, q) in SEED_UNSTABLE.iter().filter(|_| QUIRKS) {
-        assert!(all[0].iter().any(|(p, r, _)| p == part && r == q), "{part}: {q}: no such row");
+        assert!(comparison.rows.iter().any(|c| c.part == *part && c.quantity == *q), "{part}: {q}: no such row");
     }
+    if QUIRKS {
+        // The command says the same: exit 1 naming each row that moves.
+        let mut args = vec!["compare", "--changed"];
+        args.extend(dirs.iter().map(|d| d.to_str().unwrap()));
+        let o = duraflash(&args, None);
+        let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert_eq!(o.status.code(), Some(if SEED_UNSTABLE.is_empty() { 0 } else { 1 }), "{stderr}");
+        for (part, q) in SEED_UNSTABLE {
+            assert!(stderr.contains(&format!("{part}: {q}")), "{stderr}");
+            assert!(stdout.contains(&format!("| {part} | {q} **(changes)** |")), "{stdout}");
+        }
+    }
+    for d in dirs {
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
+
+/// `compare` refuses what is not a report: exit 2 naming the file.
+#[test]
+fn compare_names_a_file_that_is_not_a_report() {
+    let dir = scratch("compare-bad");
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("results.json");
+    std::fs::write(&bad, "{\"parts\": [").unwrap();
+    let o = duraflash(&["compare", dir.to_str().unwrap(), bad.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains(bad.to_str().unwrap()) && stderr.contains("not a reproduce results.json"), "{stderr}");
+    let o = duraflash(&["compare", dir.join("missing").to_str().unwrap(), bad.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -1,5 +1,5 @@
 //! The studies over many drives or runs: `corpus`, `sweep`, `bench`,
-//! `reproduce` and `soak`, and `image info`.
+//! `reproduce`, `compare` and `soak`, and `image info`.
 
 use std::path::PathBuf;
 
@@ -416,5 +416,62 @@ pub(crate) fn reproduce(args: ReproduceArgs) -> Result<(), Failure> {
         Ok(())
     } else {
         Err(Failure::Run(format!("parts failed: {} (see the report)", failed.join(", "))))
+    }
+}
+
+#[derive(Args)]
+pub(crate) struct CompareArgs {
+    /// Two or more `reproduce` reports: their output directories or results.json files.
+    #[arg(required = true, num_args = 2..)]
+    runs: Vec<PathBuf>,
+    /// Show only the rows whose verdict changes between the runs.
+    #[arg(long)]
+    changed: bool,
+    #[command(flatten)]
+    out: Output,
+}
+
+/// The largest results.json `compare` reads: a whole report is under 100 KB.
+const MAX_REPORT_BYTES: u64 = 64 << 20;
+
+/// `duraflash compare`: exit status 1 when a row changes verdict.
+pub(crate) fn compare(args: CompareArgs) -> Result<(), Failure> {
+    use duraflash::lab::report::{Comparison, Report};
+    let mut reports: Vec<(String, Report)> = Vec::new();
+    for path in &args.runs {
+        let file = if path.is_dir() { path.join("results.json") } else { path.clone() };
+        let bytes = std::fs::metadata(&file).map_err(|e| Failure::Usage(format!("{}: {e}", file.display())))?.len();
+        if bytes > MAX_REPORT_BYTES {
+            return Err(Failure::Usage(format!(
+                "{}: {bytes} bytes is no reproduce results.json (at most {MAX_REPORT_BYTES})",
+                file.display()
+            )));
+        }
+        let text = std::fs::read_to_string(&file).map_err(|e| Failure::Usage(format!("{}: {e}", file.display())))?;
+        let report = serde_json::from_str(&text)
+            .map_err(|e| Failure::Usage(format!("{}: not a reproduce results.json ({e})", file.display())))?;
+        reports.push((path.display().to_string(), report));
+    }
+    let comparison = Comparison::new(&reports);
+    #[derive(Serialize)]
+    struct Json<'a> {
+        command: Vec<String>,
+        version: &'static str,
+        #[serde(flatten)]
+        comparison: &'a Comparison,
+    }
+    let json =
+        Json { command: std::env::args().collect(), version: env!("CARGO_PKG_VERSION"), comparison: &comparison };
+    emit(&args.out, &comparison.markdown(args.changed), &json, &[])?;
+    let changed: Vec<String> = comparison.changed().map(|c| format!("{}: {}", c.part, c.quantity)).collect();
+    if changed.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::Run(format!(
+            "{} of {} rows change verdict between the runs: {}",
+            changed.len(),
+            comparison.rows.len(),
+            changed.join("; ")
+        )))
     }
 }

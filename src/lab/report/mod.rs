@@ -19,6 +19,7 @@ use crate::lab::torture::TortureReport;
 use crate::lab::StudyError;
 
 mod check;
+mod compare;
 mod host_parts;
 mod incompressible_part;
 mod parts;
@@ -27,6 +28,7 @@ mod resilience_part;
 mod wa_parts;
 
 pub use check::{Criterion, Kind, Verdict, DESNOYERS_2012, FORCE_GS_2012, IMPROV_2009, RAID_2012};
+pub use compare::{Compared, Comparison, Run};
 use host_parts::*;
 use parts::*;
 pub use render::{fmt_ours, summary_line, write};
@@ -41,6 +43,16 @@ pub enum Scale {
     Quick,
     /// The presets at their real size: hours.
     Full,
+}
+
+impl std::fmt::Display for Scale {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Scale::Tiny => "tiny",
+            Scale::Quick => "quick",
+            Scale::Full => "full",
+        })
+    }
 }
 
 impl std::str::FromStr for Scale {

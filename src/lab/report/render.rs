@@ -42,7 +42,7 @@ fn header(report: &Report) -> Vec<(String, String)> {
         ("date".into(), report.date.clone()),
         ("quirks".into(), report.quirks.join(", ")),
         ("seed".into(), report.seed.to_string()),
-        ("scale".into(), format!("{:?}", report.scale).to_lowercase()),
+        ("scale".into(), report.scale.to_string()),
         ("command".into(), report.command.join(" ")),
         ("wall time".into(), format!("{:.1} s", report.wall_secs)),
     ]
