@@ -158,6 +158,10 @@ fn a_full_size_torture_says_what_it_will_do_and_how_long_before_it_starts() {
     let line = first_stderr_line(&["torture", "--capacity", "full", "--quiet"]);
     assert!(line.contains("torture of the") && line.contains("estimated") && line.contains("min"), "{line}");
     assert!(line.contains("--capacity"), "names the way to a shorter run: {line}");
+    // The full-scale report counts its corpora, not only its torture runs:
+    // five corpora through the whole drive alone take hours.
+    let line = first_stderr_line(&["reproduce", "--scale", "full", "--only", "corpora", "--out", "/proc/duraflash"]);
+    assert!(line.contains("estimated") && line.contains(" h "), "{line}");
 }
 
 fn keys(v: &serde_json::Value) -> Vec<String> {

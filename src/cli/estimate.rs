@@ -4,14 +4,25 @@
 //! The rate is measured, not modelled: the headline full-size torture run
 //! (docs/performance.md, "The headline run") wrote and read its 383 M
 //! units (fill, torture and four HD Tach passes) in 13 min 52 s on this
-//! project's idle 2-core machine at `a7ddb12`. Estimates scale the work
-//! from it and are printed as "about".
+//! project's idle 2-core machine at `a7ddb12`; runs with content use
+//! `duraflash bench`'s content-mode rate. Estimates scale the work from
+//! them and are printed as "about".
 
 /// Units per wall-second of the headline torture run: 383e6 / 832 s.
 const UNITS_PER_SECOND: f64 = 383e6 / 832.0;
 
 /// Drive-writes of torture the headline's 20 simulated minutes gave.
 const HEADLINE_DRIVE_WRITES: f64 = 1.54;
+
+/// Host writes per wall-second with content (lz4 + blake3 on real bytes,
+/// two threads): `duraflash bench` on its defaults (docs/performance.md,
+/// "With content"), 0.33 M.
+const CONTENT_UNITS_PER_SECOND: f64 = 0.33e6;
+
+/// Passes over the drive per corpus in `reproduce`'s corpora part: the
+/// fill, two of preconditioning, one measured, then a sequential write
+/// and a read for the speed columns.
+const CORPUS_PASSES: f64 = 6.0;
 
 /// Estimates shorter than this are not announced.
 const ANNOUNCE_OVER_SECS: f64 = 120.0;
@@ -22,6 +33,12 @@ const ANNOUNCE_OVER_SECS: f64 = 120.0;
 pub(crate) fn torture_secs(capacity: u64, drive_writes: Option<f64>, minutes: f64) -> f64 {
     let dw = drive_writes.unwrap_or(HEADLINE_DRIVE_WRITES * minutes / 20.0);
     (capacity as f64 / 4096.0) * (5.0 + dw) / UNITS_PER_SECOND
+}
+
+/// Wall seconds of `corpora` corpora run through a drive of `capacity`
+/// host bytes with their content (the report's corpora part).
+pub(crate) fn corpora_secs(capacity: u64, corpora: usize) -> f64 {
+    (capacity as f64 / 4096.0) * CORPUS_PASSES * corpora as f64 / CONTENT_UNITS_PER_SECOND
 }
 
 /// `2 h 10 min`, `14 min`, `90 s`.
@@ -49,6 +66,8 @@ mod tests {
         let secs = torture_secs(240_000_000_000, None, 20.0);
         assert!((secs / 832.0 - 1.0).abs() < 0.1, "{secs}");
         assert!(torture_secs(4 << 30, None, 20.0) < ANNOUNCE_OVER_SECS, "the 4 GiB model is not announced");
+        assert!(corpora_secs(240_000_000_000, 5) > 3600.0, "five corpora on the whole drive take hours");
+        assert!(corpora_secs(256 << 20, 5) < ANNOUNCE_OVER_SECS, "the quick scale's 256 MiB model is not announced");
         assert_eq!(human(7800.0), "2 h 10 min");
         assert_eq!(human(840.0), "14 min");
     }

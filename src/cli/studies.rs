@@ -389,11 +389,17 @@ pub(crate) fn reproduce(args: ReproduceArgs) -> Result<(), Failure> {
     if let Some(bad) = args.only.iter().find(|n| !report::PARTS.contains(&n.as_str())) {
         return Err(Failure::Usage(format!("--only: unknown part '{bad}' (valid: {})", report::PARTS.join(", "))));
     }
-    if args.scale == report::Scale::Full && (args.only.is_empty() || args.only.iter().any(|p| p == "torture")) {
-        // Six full-size torture runs (three firmware, two data kinds) dominate.
+    if args.scale == report::Scale::Full {
+        // Six full-size torture runs (three firmware, two data kinds) and
+        // five corpora through the whole drive with their bytes dominate.
+        let runs = |part: &str| args.only.is_empty() || args.only.iter().any(|p| p == part);
+        let torture =
+            if runs("torture") { 6.0 * super::estimate::torture_secs(240_000_000_000, None, 20.0) } else { 0.0 };
+        let corpora = if runs("corpora") { super::estimate::corpora_secs(240_000_000_000, 5) } else { 0.0 };
         super::estimate::announce(
-            "reproduce --scale full: every part at the real drive sizes, six of them full-size torture runs",
-            6.0 * super::estimate::torture_secs(240_000_000_000, None, 20.0),
+            "reproduce --scale full: every part at the real drive sizes; six full-size torture runs and five \
+             corpora through the whole 240 GB drive take most of it",
+            torture + corpora,
             "--scale quick takes about 5 minutes",
         );
     }
