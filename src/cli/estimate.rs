@@ -41,6 +41,13 @@ pub(crate) fn corpora_secs(capacity: u64, corpora: usize) -> f64 {
     (capacity as f64 / 4096.0) * CORPUS_PASSES * corpora as f64 / CONTENT_UNITS_PER_SECOND
 }
 
+/// Wall seconds of `reproduce`'s WA part on `capacity` host bytes: each
+/// of `points` operating points written `drive_writes` times over without
+/// content, at the torture run's rate.
+pub(crate) fn wa_secs(capacity: u64, points: usize, drive_writes: f64) -> f64 {
+    (capacity as f64 / 4096.0) * drive_writes * points as f64 / UNITS_PER_SECOND
+}
+
 /// `2 h 10 min`, `14 min`, `90 s`.
 pub(crate) fn human(secs: f64) -> String {
     match secs {
@@ -68,6 +75,7 @@ mod tests {
         assert!(torture_secs(4 << 30, None, 20.0) < ANNOUNCE_OVER_SECS, "the 4 GiB model is not announced");
         assert!(corpora_secs(240_000_000_000, 5) > 3600.0, "five corpora on the whole drive take hours");
         assert!(corpora_secs(256 << 20, 5) < ANNOUNCE_OVER_SECS, "the quick scale's 256 MiB model is not announced");
+        assert!(wa_secs(240_000_000_000, 3, 3.0) > 600.0, "three OPs over the whole drive take a quarter hour");
         assert_eq!(human(7800.0), "2 h 10 min");
         assert_eq!(human(840.0), "14 min");
     }

@@ -396,10 +396,12 @@ pub(crate) fn reproduce(args: ReproduceArgs) -> Result<(), Failure> {
         let torture =
             if runs("torture") { 6.0 * super::estimate::torture_secs(240_000_000_000, None, 20.0) } else { 0.0 };
         let corpora = if runs("corpora") { super::estimate::corpora_secs(240_000_000_000, 5) } else { 0.0 };
+        // Three OPs, two drive-writes of preconditioning and one measured.
+        let wa = if runs("wa") { super::estimate::wa_secs(240_000_000_000, 3, 3.0) } else { 0.0 };
         super::estimate::announce(
-            "reproduce --scale full: every part at the real drive sizes; six full-size torture runs and five \
-             corpora through the whole 240 GB drive take most of it",
-            torture + corpora,
+            "reproduce --scale full: every part at the real drive sizes; six full-size torture runs, three WA \
+             points and five corpora through the whole 240 GB drive take most of it (on an idle machine)",
+            torture + corpora + wa,
             "--scale quick takes about 5 minutes",
         );
     }
