@@ -162,6 +162,10 @@ fn a_full_size_torture_says_what_it_will_do_and_how_long_before_it_starts() {
     // five corpora through the whole drive alone take hours.
     let line = first_stderr_line(&["reproduce", "--scale", "full", "--only", "corpora", "--out", "/proc/duraflash"]);
     assert!(line.contains("estimated") && line.contains(" h "), "{line}");
+    // It names the heavy parts that run, and only those.
+    assert!(line.contains("five corpora") && !line.contains("torture") && !line.contains("WA"), "{line}");
+    let line = first_stderr_line(&["reproduce", "--scale", "full", "--only", "torture,wa", "--out", "/proc/duraflash"]);
+    assert!(line.contains("torture runs, three WA points through") && !line.contains("corpora"), "{line}");
 }
 
 fn keys(v: &serde_json::Value) -> Vec<String> {

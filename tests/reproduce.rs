@@ -6,12 +6,13 @@
 //! those still disagrees (the list only shrinks); the tiny scale, which
 //! the other tests run, differs from the quick one on the rows named in
 //! [`TINY_DISAGREES`] and [`TINY_AGREES`]. A part that fails is reported
-//! and the others still run.
+//! and the others still run. Whether verdicts hold at other seeds is
+//! `tests/seed_stability.rs`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use duraflash::lab::report::{fmt_ours, Comparison, Kind, Report, Verdict};
+use duraflash::lab::report::{fmt_ours, Kind, Report, Verdict};
 
 /// Predicted rows that disagree with the reviews today at the quick scale
 /// (`duraflash reproduce`), by part and quantity: each is an open problem
@@ -285,93 +286,6 @@ fn unknown_parts_are_usage_errors() {
     let o = duraflash(&["reproduce", "--only", "nope", "--out", "/nonexistent/x"], None);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("nope"));
-}
-
-/// Rows whose verdict moves with the seed at the tiny scale: not
-/// reproduced there, whatever one seed shows (issue 20). Each must still
-/// move (the list only shrinks).
-///
-/// 5.0.2's AS-SSD write after TRIM is 0.939, 0.974 and 0.911 of clean at
-/// seeds 1, 5 and 9 on the 1 GiB model, against a ceiling of 0.95 ("not
-/// fully restored"): the 256 MiB file there is a quarter of the drive and
-/// the half of each TRIM range left mapped costs it little GC. At the
-/// quick scale it is 0.672, 0.720 and 0.718, inside the band at every
-/// seed. (5.0.3's fresh-file read after TRIM, once here, disagrees at all
-/// three seeds since the SF-2281 dies program both planes.)
-const SEED_UNSTABLE: &[(&str, &str)] =
-    &[("incompressible", "sf-5.0.2 incompressible: AS-SSD write after TRIM / clean")];
-
-/// The resilience and incompressible parts give the same verdict on every
-/// row at three seeds but the [`SEED_UNSTABLE`] ones, which each change
-/// (both run in seconds at the tiny scale); `duraflash compare` names
-/// exactly those and exits 1.
-#[test]
-fn resilience_verdicts_hold_at_three_seeds() {
-    // The incompressible part checks the 5.0.x quirks; without them its
-    // drives are other firmware (whose tortured reads do move with the
-    // seed), and only the resilience part (3.x) is held.
-    let parts: &[&str] = if QUIRKS { &["resilience", "incompressible"] } else { &["resilience"] };
-    let mut runs: Vec<(String, Report)> = Vec::new();
-    let mut dirs = Vec::new();
-    for seed in ["1", "5", "9"] {
-        let out = scratch(&format!("resilience-{seed}"));
-        let o = duraflash(
-            &[
-                "reproduce",
-                "--scale",
-                "tiny",
-                "--quiet",
-                "--only",
-                "resilience,incompressible",
-                "--seed",
-                seed,
-                "--out",
-                out.to_str().unwrap(),
-            ],
-            None,
-        );
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let report: Report = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
-        for &name in parts {
-            let part = report.parts.iter().find(|p| p.name == name).expect("the part ran");
-            assert!(part.error.is_none(), "{:?}", part.error);
-            for r in &part.rows {
-                println!("seed {seed}: {name}: {}: {} ({})", r.quantity, fmt_ours(r), r.verdict);
-            }
-        }
-        runs.push((format!("seed {seed}"), report));
-        dirs.push(out);
-    }
-    let comparison = Comparison::new(&runs);
-    let unstable = |part: &str, q: &str| SEED_UNSTABLE.contains(&(part, q));
-    for c in comparison.rows.iter().filter(|c| parts.contains(&c.part.as_str())) {
-        assert!(c.runs.iter().all(Option::is_some), "{}: {}: a row at every seed", c.part, c.quantity);
-        match (c.changes(), unstable(&c.part, &c.quantity)) {
-            (true, false) => panic!("{}: {}: a seed changes its verdict", c.part, c.quantity),
-            (false, true) => {
-                panic!("{}: {}: holds at three seeds now (remove it from SEED_UNSTABLE)", c.part, c.quantity)
-            }
-            _ => {}
-        }
-    }
-    for (part, q) in SEED_UNSTABLE.iter().filter(|_| QUIRKS) {
-        assert!(comparison.rows.iter().any(|c| c.part == *part && c.quantity == *q), "{part}: {q}: no such row");
-    }
-    if QUIRKS {
-        // The command says the same: exit 1 naming each row that moves.
-        let mut args = vec!["compare", "--changed"];
-        args.extend(dirs.iter().map(|d| d.to_str().unwrap()));
-        let o = duraflash(&args, None);
-        let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-        assert_eq!(o.status.code(), Some(if SEED_UNSTABLE.is_empty() { 0 } else { 1 }), "{stderr}");
-        for (part, q) in SEED_UNSTABLE {
-            assert!(stderr.contains(&format!("{part}: {q}")), "{stderr}");
-            assert!(stdout.contains(&format!("| {part} | {q} **(changes)** |")), "{stdout}");
-        }
-    }
-    for d in dirs {
-        std::fs::remove_dir_all(&d).unwrap();
-    }
 }
 
 /// `compare` refuses what is not a report: exit 2 naming the file.

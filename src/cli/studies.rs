@@ -390,18 +390,25 @@ pub(crate) fn reproduce(args: ReproduceArgs) -> Result<(), Failure> {
         return Err(Failure::Usage(format!("--only: unknown part '{bad}' (valid: {})", report::PARTS.join(", "))));
     }
     if args.scale == report::Scale::Full {
-        // Six full-size torture runs (three firmware, two data kinds) and
-        // five corpora through the whole drive with their bytes dominate.
+        // Six full-size torture runs (three firmware, two data kinds),
+        // three WA points and five corpora through the whole drive with
+        // their bytes dominate; the message names those that run.
         let runs = |part: &str| args.only.is_empty() || args.only.iter().any(|p| p == part);
-        let torture =
-            if runs("torture") { 6.0 * super::estimate::torture_secs(240_000_000_000, None, 20.0) } else { 0.0 };
-        let corpora = if runs("corpora") { super::estimate::corpora_secs(240_000_000_000, 5) } else { 0.0 };
-        // Three OPs, two drive-writes of preconditioning and one measured.
-        let wa = if runs("wa") { super::estimate::wa_secs(240_000_000_000, 3, 3.0) } else { 0.0 };
+        let heavy = [
+            ("torture", "six full-size torture runs", 6.0 * super::estimate::torture_secs(240_000_000_000, None, 20.0)),
+            // Three OPs, two drive-writes of preconditioning and one measured.
+            ("wa", "three WA points", super::estimate::wa_secs(240_000_000_000, 3, 3.0)),
+            ("corpora", "five corpora", super::estimate::corpora_secs(240_000_000_000, 5)),
+        ];
+        let (names, secs): (Vec<&str>, Vec<f64>) =
+            heavy.iter().filter(|(part, ..)| runs(part)).map(|&(_, what, secs)| (what, secs)).unzip();
         super::estimate::announce(
-            "reproduce --scale full: every part at the real drive sizes; six full-size torture runs, three WA \
-             points and five corpora through the whole 240 GB drive take most of it (on an idle machine)",
-            torture + corpora + wa,
+            &format!(
+                "reproduce --scale full: every part at the real drive sizes; {} through the whole 240 GB drive \
+                 take most of it (on an idle machine)",
+                names.join(", ")
+            ),
+            secs.iter().sum(),
             "--scale quick takes about 5 minutes",
         );
     }
