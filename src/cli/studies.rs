@@ -396,8 +396,9 @@ pub(crate) fn reproduce(args: ReproduceArgs) -> Result<(), Failure> {
         let runs = |part: &str| args.only.is_empty() || args.only.iter().any(|p| p == part);
         let heavy = [
             ("torture", "six full-size torture runs", 6.0 * super::estimate::torture_secs(240_000_000_000, None, 20.0)),
-            // Three OPs, two drive-writes of preconditioning and one measured.
-            ("wa", "three WA points", super::estimate::wa_secs(240_000_000_000, 3, 3.0)),
+            // Two drive-writes of preconditioning and one measured, on the
+            // preset's 256-page blocks.
+            ("wa", "three WA points", super::estimate::wa_secs(240_000_000_000, &report::WA_OPS, 256, 3.0)),
             ("corpora", "five corpora", super::estimate::corpora_secs(240_000_000_000, 5)),
         ];
         let (names, secs): (Vec<&str>, Vec<f64>) =

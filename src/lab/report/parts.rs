@@ -17,6 +17,9 @@ use super::*;
 /// mean-field limit of many blocks, the scale models have a few thousand.
 const WA_TOLERANCE: f64 = 0.10;
 
+/// The WA part's over-provisioning levels: spare space over user space.
+pub const WA_OPS: [f64; 3] = [0.07, 0.15, 0.28];
+
 pub(super) fn wa_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
     let part = empty(
         "wa",
@@ -37,9 +40,8 @@ pub(super) fn wa_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(
         let base = model("sf2281-240g", capacity, seed)?;
         note(part, "sf2281-240g", &base, capacity.is_none());
         part.model.push(format!("{pre} drive-writes of preconditioning, {measure} measured, {ppb} pages a block"));
-        let ops = [0.07, 0.15, 0.28];
         let (mut ours, mut model) = (Vec::new(), Vec::new());
-        for (i, &op) in ops.iter().enumerate() {
+        for (i, &op) in WA_OPS.iter().enumerate() {
             let point = Point {
                 index: i,
                 op,
@@ -68,7 +70,7 @@ pub(super) fn wa_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(
             ));
             ours.push((op * 100.0, r.waf));
             model.push((op * 100.0, m));
-            tick((i + 1) as f64 / ops.len() as f64);
+            tick((i + 1) as f64 / WA_OPS.len() as f64);
         }
         let chart = LineChart {
             title: "WAF against over-provisioning: greedy GC, incompressible 4 KiB writes".into(),
