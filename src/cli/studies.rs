@@ -394,11 +394,12 @@ pub(crate) fn reproduce(args: ReproduceArgs) -> Result<(), Failure> {
         // three WA points and five corpora through the whole drive with
         // their bytes dominate; the message names those that run.
         let runs = |part: &str| args.only.is_empty() || args.only.iter().any(|p| p == part);
+        let w = report::wa_scale(report::Scale::Full);
+        let wa =
+            super::estimate::wa_secs(240_000_000_000, &report::WA_OPS, w.pages_per_block, w.precondition + w.measure);
         let heavy = [
             ("torture", "six full-size torture runs", 6.0 * super::estimate::torture_secs(240_000_000_000, None, 20.0)),
-            // Two drive-writes of preconditioning and one measured, on the
-            // preset's 256-page blocks.
-            ("wa", "three WA points", super::estimate::wa_secs(240_000_000_000, &report::WA_OPS, 256, 3.0)),
+            ("wa", "three WA points", wa),
             ("corpora", "five corpora", super::estimate::corpora_secs(240_000_000_000, 5)),
         ];
         let (names, secs): (Vec<&str>, Vec<f64>) =

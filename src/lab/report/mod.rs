@@ -30,8 +30,8 @@ mod wa_parts;
 pub use check::{Criterion, Kind, Verdict, DESNOYERS_2012, FORCE_GS_2012, IMPROV_2009, RAID_2012};
 pub use compare::{Compared, Comparison, Run};
 use host_parts::*;
-pub use parts::WA_OPS;
 use parts::*;
+pub use parts::{wa_scale, WaScale, WA_OPS};
 pub use render::{fmt_ours, summary_line, write};
 
 /// How big the drives are.

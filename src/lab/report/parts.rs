@@ -20,6 +20,29 @@ const WA_TOLERANCE: f64 = 0.10;
 /// The WA part's over-provisioning levels: spare space over user space.
 pub const WA_OPS: [f64; 3] = [0.07, 0.15, 0.28];
 
+/// What the WA part runs at one scale, for each of [`WA_OPS`].
+pub struct WaScale {
+    /// Host bytes of the model (`None`: the preset's own).
+    pub capacity: Option<u64>,
+    /// Pages a block.
+    pub pages_per_block: u32,
+    /// Drive-writes of preconditioning.
+    pub precondition: f64,
+    /// Drive-writes measured.
+    pub measure: f64,
+}
+
+/// The WA part's model at `scale`.
+pub fn wa_scale(scale: Scale) -> WaScale {
+    let (capacity, pages_per_block, precondition, measure) = match scale {
+        // 16-page blocks: 64-page ones would step a 64 MiB drive's OP by 25 %.
+        Scale::Tiny => (Some(64 << 20), 16, 1.0, 0.5),
+        Scale::Quick => (Some(1 << 30), 64, 2.0, 1.0),
+        Scale::Full => (None, 256, 2.0, 1.0),
+    };
+    WaScale { capacity, pages_per_block, precondition, measure }
+}
+
 pub(super) fn wa_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> Part {
     let part = empty(
         "wa",
@@ -31,12 +54,7 @@ pub(super) fn wa_part(dir: &Path, scale: Scale, seed: u64, tick: &mut dyn FnMut(
          live chunk of every victim.",
     );
     fill(part, |part| {
-        let (capacity, ppb, pre, measure) = match scale {
-            // 16-page blocks: 64-page ones would step a 64 MiB drive's OP by 25 %.
-            Scale::Tiny => (Some(64 << 20), 16, 1.0, 0.5),
-            Scale::Quick => (Some(1 << 30), 64, 2.0, 1.0),
-            Scale::Full => (None, 256, 2.0, 1.0),
-        };
+        let WaScale { capacity, pages_per_block: ppb, precondition: pre, measure } = wa_scale(scale);
         let base = model("sf2281-240g", capacity, seed)?;
         note(part, "sf2281-240g", &base, capacity.is_none());
         part.model.push(format!("{pre} drive-writes of preconditioning, {measure} measured, {ppb} pages a block"));
