@@ -15,6 +15,23 @@ use cli::{bench, fio, replay, reviews, studies, trim};
 use cli::output as commands;
 use cli::{open_drive, save_image, DriveArgs, Failure, Output};
 
+/// `eprintln!` that a closed standard error (`2>&1 | head`) cannot turn
+/// into a panic: a diagnostic nobody reads is dropped.
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `println!` through [`cli::output::say`]; its `?` ends the command
+/// quietly when standard output's reader has gone.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::cli::output::say(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 mod cli;
 mod serve;
 
@@ -196,7 +213,7 @@ fn main() -> ExitCode {
                 .filter(|l| !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information"))
                 .map(|l| l.trim_start_matches("error: "))
                 .collect();
-            eprintln!("duraflash: error: {}", line.join("; "));
+            note!("duraflash: error: {}", line.join("; "));
             return ExitCode::from(2);
         }
         Err(e) => {
@@ -227,12 +244,15 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Usage(msg)) => {
-            eprintln!("duraflash: error: {msg}");
+            note!("duraflash: error: {msg}");
             ExitCode::from(2)
         }
         Err(Failure::Run(msg)) => {
-            eprintln!("duraflash: failed: {msg}");
+            note!("duraflash: failed: {msg}");
             ExitCode::from(1)
         }
+        // As `cat` or `grep` under `| head`: everything before the output
+        // (images, files) is done, and the reader wanted no more.
+        Err(Failure::Closed) => ExitCode::SUCCESS,
     }
 }

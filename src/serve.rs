@@ -19,7 +19,7 @@ use duraflash::nbd::metrics::summary_line;
 use duraflash::nbd::{ExportConfig, Limits, Listening, ServeError, ServedDevice, Server, Snapshot};
 use duraflash::{ByteSize, Drive};
 
-use crate::commands::{is_stdout, Provenance};
+use crate::commands::{check_output, is_stdout, Provenance};
 use crate::{Failure, ServeArgs};
 
 /// The array served instead of one drive, as the report records it.
@@ -92,10 +92,7 @@ impl ReportOut {
 
     fn write(&mut self, json: &str) -> Result<(), Failure> {
         match self {
-            ReportOut::Stdout => {
-                println!("{json}");
-                std::io::stdout().flush().map_err(|e| Failure::Run(e.to_string()))
-            }
+            ReportOut::Stdout => say!("{json}"),
             ReportOut::File { file, path, written, .. } => {
                 *written = true;
                 // Truncated only now, and only a regular file (not /dev/stdout or a pipe).
@@ -162,6 +159,13 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
     let array = array_flags(&args)?;
     let members = u32::try_from(args.members).unwrap_or(u32::MAX);
     let cfg = args.drive.build_held(crate::cli::Reads::Data, members).map_err(Failure::Usage)?;
+    if let Some(json) = &args.json {
+        check_output(
+            "--json",
+            json,
+            &[("--image", args.image.as_deref()), ("--config", args.drive.config.as_deref())],
+        )?;
+    }
     let mut out = ReportOut::open(args.json.as_deref())?;
     let Some((level, driver)) = array else {
         // The image's lock is taken before it is read or created and held
@@ -205,7 +209,7 @@ fn export<D: ServedDevice>(
     out: &mut ReportOut,
 ) -> Result<(), Failure> {
     if cfg.media == Media::MetadataOnly {
-        eprintln!("duraflash: note: --media metadata-only keeps no data; reads of written units fail with ENOTSUP");
+        note!("duraflash: note: --media metadata-only keeps no data; reads of written units fail with ENOTSUP");
     }
     let term = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -235,7 +239,7 @@ fn export<D: ServedDevice>(
         })?
         .with_check_interval(args.check_interval);
     // The addresses bound, which differ from those asked for when a port is 0.
-    eprintln!(
+    note!(
         "duraflash: serving {name} ({} bytes) at nbd://{}/{}{}",
         listening.server().size(),
         listening.nbd_addr(),
@@ -244,17 +248,17 @@ fn export<D: ServedDevice>(
     );
     let finished = listening
         .run(&term, interval, |event| match event {
-            Event::Tick(s) => eprintln!("{}", summary_line(s)),
-            Event::Refused(e) => eprintln!("duraflash: connection refused: {e}"),
-            Event::AcceptFailed(e) => eprintln!("duraflash: accept: {e}"),
-            Event::InvariantBroken(e) => eprintln!("duraflash: drive invariant broken: {e}"),
-            Event::ShuttingDown => eprintln!("duraflash: shutting down"),
+            Event::Tick(s) => note!("{}", summary_line(s)),
+            Event::Refused(e) => note!("duraflash: connection refused: {e}"),
+            Event::AcceptFailed(e) => note!("duraflash: accept: {e}"),
+            Event::InvariantBroken(e) => note!("duraflash: drive invariant broken: {e}"),
+            Event::ShuttingDown => note!("duraflash: shutting down"),
         })
         .map_err(|e| match e {
             ServeError::Checkpoint(e) => Failure::Run(format!("--image: {e}")),
             e => Failure::Run(e.to_string()),
         })?;
-    eprintln!("{}", summary_line(&finished.snapshot));
+    note!("{}", summary_line(&finished.snapshot));
     let invariants = finished.invariants.err().map_or_else(|| "ok".to_string(), |e| e.to_string());
     let report = ServeReport {
         provenance: Provenance::new(cfg),

@@ -11,7 +11,7 @@ use duraflash::lab::soak;
 use duraflash::Drive;
 
 use super::output::{emit, progress_bar, with_phases, PlotDir};
-use super::{setup_threads, DriveArgs, Failure, Output, Reads};
+use super::{DriveArgs, Failure, Output, Reads};
 
 #[derive(Args)]
 pub(crate) struct BenchArgs {
@@ -82,7 +82,7 @@ pub(crate) struct BenchOutput<'a> {
 
 pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
     use duraflash::lab::bench::{self, BenchSpec};
-    setup_threads(&args.out)?;
+    args.out.start(&[])?;
     let plots = PlotDir::open(&args.plot, args.out.quiet)?;
     let preset = DriveConfig::preset(&args.preset).map_err(|e| Failure::Usage(format!("--preset: {e}")))?;
     let mut sizes = Vec::new();
@@ -127,7 +127,7 @@ pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
                 p.speed.cpu_secs,
             );
             if args.out.json.is_some() {
-                eprint!("{line}");
+                let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
             }
             summary += &line;
             points.push(p);
@@ -179,7 +179,7 @@ pub(crate) struct SoakArgs {
 }
 
 pub(crate) fn soak(args: SoakArgs) -> Result<(), Failure> {
-    setup_threads(&args.out)?;
+    args.out.start(&[("--image", args.image.as_deref()), ("--config", args.drive.config.as_deref())])?;
     let cfg = args.drive.build(Reads::Data).map_err(Failure::Usage)?;
     if cfg.media != Media::Memory {
         return Err(Failure::Usage("--media: soak verifies reads, so it needs memory media".into()));

@@ -69,7 +69,7 @@ pub(crate) fn human(secs: f64) -> String {
 /// Prints `what` and the estimate on stderr when the run will be long.
 pub(crate) fn announce(what: &str, secs: f64, smaller: &str) {
     if secs > ANNOUNCE_OVER_SECS {
-        eprintln!("duraflash: {what}: estimated {} on 2 cores (measured rate); {smaller}", human(secs));
+        note!("duraflash: {what}: estimated {} on 2 cores (measured rate); {smaller}", human(secs));
     }
 }
 

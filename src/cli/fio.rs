@@ -17,7 +17,7 @@ use duraflash::workload::job::{run_group, JobResult, JobSpec};
 use duraflash::Lpn;
 
 use super::output::{emit, with_progress, Provenance};
-use super::{open_drive, save_image, setup_threads, DriveArgs, Failure, Output, Reads};
+use super::{open_drive, save_image, DriveArgs, Failure, Output, Reads};
 
 #[derive(Args)]
 pub(crate) struct RunArgs {
@@ -138,12 +138,16 @@ fn group_hints(file: &fio::JobFile, group: &fio::Group, unit: u64) -> Result<Vec
 }
 
 pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
-    setup_threads(&args.out)?;
+    args.out.start(&[
+        ("job file", Some(&args.job)),
+        ("--image", args.image.as_deref()),
+        ("--config", args.drive.config.as_deref()),
+    ])?;
     let text =
         std::fs::read_to_string(&args.job).map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
     let file = fio::parse(&text).map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
     for w in &file.warnings {
-        eprintln!("duraflash: warning: {}: {w}", args.job.display());
+        note!("duraflash: warning: {}: {w}", args.job.display());
     }
     // Precedence: the defaults, then the job file's [drive] section, then
     // the flags given on the command line (the run at hand says last).
@@ -153,7 +157,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     for s in &file.drive {
         let flag = format!("--{}", s.key);
         if given.contains(&flag.as_str()) {
-            eprintln!(
+            note!(
                 "duraflash: note: {}: line {}: [drive] {}={} is overridden by {flag} on the command line",
                 args.job.display(),
                 s.line,
@@ -209,7 +213,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
             let spec = &m.spec;
             let reads = matches!(spec.rw, Rw::Read | Rw::RandRead | Rw::RandRw | Rw::SeqRw);
             if reads && drive.stats().mapped_units == 0 {
-                eprintln!(
+                note!(
                     "duraflash: note: job '{}' reads a drive never written: every read is of an unmapped LBA \
                      (zeros, only the link's time); write the region first or resume an aged drive with --image",
                     spec.name

@@ -33,6 +33,8 @@ pub(crate) mod trim;
 pub(crate) enum Failure {
     Usage(String),
     Run(String),
+    /// Standard output's reader went away (`| head`): nothing left to say.
+    Closed,
 }
 
 impl Failure {
@@ -376,7 +378,19 @@ pub(crate) fn save_image(drive: &Drive, image: Option<&std::path::Path>) -> Resu
 /// to start).
 const MAX_THREADS_PER_CORE: usize = 4;
 
-pub(crate) fn setup_threads(out: &Output) -> Result<(), Failure> {
+impl Output {
+    /// What every command does before its work: refuse a `--json` file it
+    /// could not write or that is one of its `inputs` (flag or role, path),
+    /// then size the pipeline's thread pool.
+    pub(crate) fn start(&self, inputs: &[(&str, Option<&std::path::Path>)]) -> Result<(), Failure> {
+        if let Some(path) = &self.json {
+            output::check_output("--json", path, inputs)?;
+        }
+        setup_threads(self)
+    }
+}
+
+fn setup_threads(out: &Output) -> Result<(), Failure> {
     if let Some(n) = out.threads {
         if n == 0 {
             return Err(Failure::Usage("--threads: must be at least 1".into()));
@@ -395,6 +409,7 @@ pub(crate) fn setup_threads(out: &Output) -> Result<(), Failure> {
 }
 
 pub(crate) fn image_info(path: &std::path::Path, out: &Output) -> Result<(), Failure> {
+    out.start(&[("image", Some(path))])?;
     // A missing input file is a usage error, as for `run` and `replay`;
     // the image's errors name its path already.
     if !path.exists() {

@@ -121,7 +121,7 @@ impl PlotDir {
         let path = self.dir.join(file);
         draw(&path).map_err(|e| Failure::Run(format!("--plot {}: {e}", path.display())))?;
         if !self.quiet {
-            eprintln!("duraflash: wrote {}", path.display());
+            note!("duraflash: wrote {}", path.display());
         }
         Ok(())
     }
@@ -165,16 +165,73 @@ pub(crate) fn emit(
     let summary = summary.as_str();
     match out.json.as_deref() {
         Some(p) if is_stdout(p) => {
-            eprint!("{summary}");
-            println!("{json}");
+            let _ = std::io::stderr().write_all(summary.as_bytes());
+            say(&(json + "\n"))
         }
         Some(p) => {
             std::fs::write(p, json + "\n").map_err(|e| Failure::Run(format!("--json {}: {e}", p.display())))?;
-            print!("{summary}");
+            say(summary)
         }
-        None => print!("{summary}"),
+        None => say(summary),
     }
-    std::io::stdout().flush().map_err(|e| Failure::Run(e.to_string()))
+}
+
+/// Writes `text` to standard output. A reader that has gone (`| head`)
+/// ends the command quietly with [`Failure::Closed`], not a panic.
+pub(crate) fn say(text: &str) -> Result<(), Failure> {
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()).map_err(|e| match e.kind() {
+        std::io::ErrorKind::BrokenPipe => Failure::Closed,
+        _ => Failure::Run(format!("standard output: {e}")),
+    })
+}
+
+/// Refuses, before any work, an output file `flag` names that could not
+/// be written, or that is one of the command's `inputs` (an image, a job
+/// file, a config): the result written there would destroy it. Nothing is
+/// left behind: a probe file is removed again.
+pub(crate) fn check_output(flag: &str, path: &Path, inputs: &[(&str, Option<&Path>)]) -> Result<(), Failure> {
+    if is_stdout(path) {
+        return Ok(());
+    }
+    let refuse = |why: String| Err(Failure::Usage(format!("{flag} {}: {why}", path.display())));
+    if path.is_dir() {
+        return refuse("is a directory".into());
+    }
+    let dir = directory_of(path);
+    if !dir.is_dir() {
+        return refuse(format!("no directory {}", dir.display()));
+    }
+    let target = resolved(path);
+    if let Some((what, _)) = inputs.iter().find(|(_, p)| p.is_some_and(|p| resolved(p) == target)) {
+        return refuse(format!("is also the {what}; the result written there would destroy it"));
+    }
+    let probe = match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => std::fs::OpenOptions::new().append(true).open(path).map(drop),
+        // A device or a pipe (/dev/null, a FIFO) is not probed: opening a FIFO blocks.
+        Ok(_) => Ok(()),
+        Err(_) => {
+            std::fs::OpenOptions::new().write(true).create_new(true).open(path).and_then(|_| std::fs::remove_file(path))
+        }
+    };
+    probe.or_else(|e| refuse(format!("cannot write there: {e}")))
+}
+
+/// The directory `path` is in (`.` for a bare file name).
+fn directory_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}
+
+/// `path` with symlinks resolved: the file's own when it exists, else its
+/// directory's, so two names of one file compare equal.
+fn resolved(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| match (directory_of(path).canonicalize(), path.file_name()) {
+        (Ok(dir), Some(name)) => dir.join(name),
+        _ => path.to_path_buf(),
+    })
 }
 
 /// Whether `path` names standard output.

@@ -20,7 +20,7 @@ use duraflash::{ByteSize, Drive};
 
 use super::output::{build, emit, with_progress, PlotDir, Provenance};
 use super::trim::{parse_level, parse_policy};
-use super::{parse_pct, save_image, setup_threads, DriveArgs, Failure, Output, Reads};
+use super::{parse_pct, save_image, DriveArgs, Failure, Output, Reads};
 
 #[derive(Args)]
 pub(crate) struct ReplayArgs {
@@ -165,7 +165,11 @@ struct ArrayInfo {
 }
 
 pub(crate) fn replay(args: ReplayArgs) -> Result<(), Failure> {
-    setup_threads(&args.out)?;
+    args.out.start(&[
+        ("trace", Some(&args.trace)),
+        ("--image", args.image.as_deref()),
+        ("--config", args.drive.config.as_deref()),
+    ])?;
     let plots = PlotDir::open(&args.plot, args.out.quiet)?;
     if args.qd == 0 {
         return Err(Failure::Usage("--qd: must be at least 1".into()));

@@ -18,9 +18,7 @@ use duraflash::workload::review::{self, AttoPoint, HdTach, IometerPoint};
 use duraflash::ByteSize;
 
 use super::output::{build, emit, name, on_off, size_label, with_phases, with_progress, PlotDir, Provenance};
-use super::{
-    open_drive, parse_access, parse_pct, save_image, setup_threads, DataArgs, DriveArgs, Failure, Output, Reads,
-};
+use super::{open_drive, parse_access, parse_pct, save_image, DataArgs, DriveArgs, Failure, Output, Reads};
 
 #[derive(Args)]
 pub(crate) struct WaArgs {
@@ -67,7 +65,7 @@ pub(crate) struct WaOutput<'a> {
 }
 
 pub(crate) fn run_wa(args: WaArgs) -> Result<(), Failure> {
-    setup_threads(&args.out)?;
+    args.out.start(&[("--image", args.image.as_deref()), ("--config", args.drive.config.as_deref())])?;
     let cfg = args.drive.build(Reads::Timing).map_err(Failure::Usage)?;
     let (data, compress_pct) = args.data.spec()?;
     let spec = WaSpec {
@@ -207,7 +205,7 @@ pub(crate) struct HdtachOutput<'a> {
 }
 
 pub(crate) fn hdtach(args: HdtachArgs) -> Result<(), Failure> {
-    setup_threads(&args.out)?;
+    args.out.start(&[("--image", args.image.as_deref()), ("--config", args.drive.config.as_deref())])?;
     let plots = PlotDir::open(&args.plot, args.out.quiet)?;
     let (data, _) = args.data.spec()?;
     if args.zones == 0 {
@@ -291,7 +289,7 @@ pub(crate) struct AttoOutput<'a> {
 }
 
 pub(crate) fn atto(args: AttoArgs) -> Result<(), Failure> {
-    setup_threads(&args.out)?;
+    args.out.start(&[("--image", args.image.as_deref()), ("--config", args.drive.config.as_deref())])?;
     let plots = PlotDir::open(&args.plot, args.out.quiet)?;
     if args.span.0 < review::ATTO_SIZES[0] {
         return Err(Failure::Usage(format!("--span {}: must hold at least one 512-byte transfer", args.span.0)));
@@ -376,7 +374,7 @@ pub(crate) struct IometerOutput<'a> {
 }
 
 pub(crate) fn iometer(args: IometerArgs) -> Result<(), Failure> {
-    setup_threads(&args.out)?;
+    args.out.start(&[("--image", args.image.as_deref()), ("--config", args.drive.config.as_deref())])?;
     let plots = PlotDir::open(&args.plot, args.out.quiet)?;
     let (data, _) = args.data.spec()?;
     if args.ops == 0 {
@@ -479,7 +477,7 @@ pub(crate) struct TortureOutput<'a> {
 }
 
 pub(crate) fn torture(args: TortureArgs) -> Result<(), Failure> {
-    setup_threads(&args.out)?;
+    args.out.start(&[("--config", args.drive.config.as_deref())])?;
     let plots = PlotDir::open(&args.plot, args.out.quiet)?;
     // The protocol reads only for timing: the write sweeps run on copies,
     // so it holds two drives at once.
@@ -520,7 +518,7 @@ pub(crate) fn torture(args: TortureArgs) -> Result<(), Failure> {
         with_phases(args.out.quiet, |progress| torture::torture(&cfg, &spec, progress)).map_err(Failure::run)?;
     let profile = args.profile.then(|| duraflash::profile::Split::since(started.0, started.1));
     if let Some(p) = &profile {
-        eprintln!("{}", p.line());
+        note!("{}", p.line());
     }
     if let Some(p) = &plots {
         torture_plots(p, &cfg, &report)?;

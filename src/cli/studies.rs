@@ -1,7 +1,7 @@
 //! The studies over many drives or runs: `corpus`, `sweep`, `bench`,
 //! `reproduce`, `compare` and `soak`, and `image info`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde::Serialize;
@@ -12,10 +12,8 @@ use duraflash::host::smart::Smart;
 use duraflash::lab::plot;
 use duraflash::lab::sweep::{self as sw, Grid, SweepRun};
 
-use super::output::{emit, name, progress_bar, with_phases, with_progress, PlotDir, Provenance};
-use super::{
-    parse_capacity, parse_gc, parse_media, parse_op, parse_pct, setup_threads, DriveArgs, Failure, Output, Reads,
-};
+use super::output::{check_output, emit, name, progress_bar, say, with_phases, with_progress, PlotDir, Provenance};
+use super::{parse_capacity, parse_gc, parse_media, parse_op, parse_pct, DriveArgs, Failure, Output, Reads};
 
 #[derive(Args)]
 pub(crate) struct CorpusArgs {
@@ -57,15 +55,15 @@ pub(crate) struct CorpusOutput<'a> {
 pub(crate) fn corpus(args: CorpusArgs) -> Result<(), Failure> {
     use duraflash::content::corpus::{self, Corpus};
     use duraflash::lab::corpora::{run, CorpusSpec};
-    setup_threads(&args.out)?;
+    args.out.start(&[("--config", args.drive.config.as_deref())])?;
     let plots = PlotDir::open(&args.plot, args.out.quiet)?;
     let dir = args.corpora_dir.clone().unwrap_or_else(corpus::default_dir);
     if args.list {
         for e in corpus::manifest(&dir).map_err(|e| Failure::Run(e.to_string()))? {
-            println!("{:<10} {:<10} {:>9} B  {}", e.name, e.kind, e.bytes, e.file);
+            say!("{:<10} {:<10} {:>9} B  {}", e.name, e.kind, e.bytes, e.file)?;
         }
         for (name, what) in corpus::GENERATED {
-            println!("{name:<10} {:<10} {:>9} B  generated: {what}", "generated", corpus::GENERATED_BYTES);
+            say!("{name:<10} {:<10} {:>9} B  generated: {what}", "generated", corpus::GENERATED_BYTES)?;
         }
         return Ok(());
     }
@@ -234,7 +232,10 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<(), Failure> {
     if args.out.smart {
         return Err(Failure::Usage("--smart: a sweep runs many drives; use it on `wa` for one point".into()));
     }
-    setup_threads(&args.out)?;
+    args.out.start(&[])?;
+    if let Some(csv) = &args.csv {
+        check_output("--csv", csv, &[])?;
+    }
     let plots = PlotDir::open(&args.plot, args.out.quiet)?;
     if let Some(dir) = &args.merge {
         let mut merged = sw::merge(dir).map_err(|e| {
@@ -246,7 +247,7 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<(), Failure> {
         })?;
         let expected = merged.grid.points().len();
         if merged.points.len() < expected {
-            eprintln!("duraflash: warning: {} of {expected} grid points present", merged.points.len());
+            note!("duraflash: warning: {} of {expected} grid points present", merged.points.len());
         }
         merged.command = std::env::args().collect();
         return finish_sweep(&args, merged, plots.as_ref());
@@ -292,13 +293,13 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<(), Failure> {
         // Made here, so the jobs run as written on any machine that shares it.
         std::fs::create_dir_all(&args.points_dir)
             .map_err(|e| Failure::Run(format!("--points-dir {}: {e}", args.points_dir.display())))?;
-        println!(
+        say!(
             "{n} jobs written to {}; run them (parallel < {}), then: duraflash sweep --merge {dir}",
             file.display(),
             file.display(),
             n = points.len(),
             dir = args.points_dir.display()
-        );
+        )?;
         return Ok(());
     }
     let chosen: Vec<_> = match args.point {
@@ -419,18 +420,28 @@ pub(crate) fn reproduce(args: ReproduceArgs) -> Result<(), Failure> {
         with_phases(args.quiet, |progress| report::reproduce(&args.out, args.scale, &args.only, args.seed, progress))
             .map_err(Failure::run)?;
     report::write(&args.out, &r).map_err(|e| Failure::Run(format!("--out {}: {e}", args.out.display())))?;
+    let mut text = String::new();
     for p in &r.parts {
         let state = p.error.as_deref().map_or("ok".to_string(), |e| format!("FAILED: {e}"));
-        println!("{:<8} {:>7.1} s  {} rows, {} plots  {state}", p.name, p.wall_secs, p.rows.len(), p.plots.len());
+        text +=
+            &format!("{:<8} {:>7.1} s  {} rows, {} plots  {state}\n", p.name, p.wall_secs, p.rows.len(), p.plots.len());
     }
     for (p, row) in r.rows().filter(|(_, row)| row.verdict == report::Verdict::Disagrees) {
-        println!("disagrees: {}: {} ({}): {} {}", p.name, row.quantity, row.kind, report::fmt_ours(row), row.unit);
+        text += &format!(
+            "disagrees: {}: {} ({}): {} {}\n",
+            p.name,
+            row.quantity,
+            row.kind,
+            report::fmt_ours(row),
+            row.unit
+        );
     }
-    println!("{}", report::summary_line(&r));
-    println!("report: {}", args.out.join("index.html").display());
+    text += &format!("{}\nreport: {}\n", report::summary_line(&r), args.out.join("index.html").display());
+    // A reader that stopped (`| head`) does not hide the parts that failed.
+    let shown = say(&text);
     let failed: Vec<&str> = r.parts.iter().filter(|p| p.error.is_some()).map(|p| p.name.as_str()).collect();
     if failed.is_empty() {
-        Ok(())
+        shown
     } else {
         Err(Failure::Run(format!("parts failed: {} (see the report)", failed.join(", "))))
     }
@@ -454,6 +465,8 @@ const MAX_REPORT_BYTES: u64 = 64 << 20;
 /// `duraflash compare`: exit status 1 when a row changes verdict.
 pub(crate) fn compare(args: CompareArgs) -> Result<(), Failure> {
     use duraflash::lab::report::{Comparison, Report};
+    let runs: Vec<(&str, Option<&Path>)> = args.runs.iter().map(|p| ("report compared", Some(p.as_path()))).collect();
+    args.out.start(&runs)?;
     let mut reports: Vec<(String, Report)> = Vec::new();
     for path in &args.runs {
         let file = if path.is_dir() { path.join("results.json") } else { path.clone() };
@@ -479,10 +492,11 @@ pub(crate) fn compare(args: CompareArgs) -> Result<(), Failure> {
     }
     let json =
         Json { command: std::env::args().collect(), version: env!("CARGO_PKG_VERSION"), comparison: &comparison };
-    emit(&args.out, &comparison.markdown(args.changed), &json, &[])?;
+    // A reader that stopped (`| head`) does not hide the rows that changed.
+    let shown = emit(&args.out, &comparison.markdown(args.changed), &json, &[]);
     let changed: Vec<String> = comparison.changed().map(|c| format!("{}: {}", c.part, c.quantity)).collect();
     if changed.is_empty() {
-        Ok(())
+        shown
     } else {
         Err(Failure::Run(format!(
             "{} of {} rows change verdict between the runs: {}",

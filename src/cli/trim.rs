@@ -16,7 +16,7 @@ use duraflash::lab::raid::{self, RaidReport, RaidSpec};
 use duraflash::{ByteSize, Drive};
 
 use super::output::{emit, size_label, with_phases, PlotDir, Provenance};
-use super::{parse_capacity, setup_threads, DriveArgs, Failure, Output, Reads};
+use super::{parse_capacity, DriveArgs, Failure, Output, Reads};
 
 #[derive(Args)]
 pub(crate) struct RaidArgs {
@@ -75,7 +75,7 @@ pub(crate) struct RaidOutput<'a> {
 }
 
 pub(crate) fn raid(args: RaidArgs) -> Result<(), Failure> {
-    setup_threads(&args.out)?;
+    args.out.start(&[("--config", args.drive.config.as_deref())])?;
     let plots = PlotDir::open(&args.plot, args.out.quiet)?;
     let members = u32::try_from(args.members).unwrap_or(u32::MAX);
     let cfg = args.drive.build_held(Reads::Timing, members).map_err(Failure::Usage)?;
@@ -192,7 +192,7 @@ pub(crate) struct OptimizerOutput<'a> {
 }
 
 pub(crate) fn optimizer(args: OptimizerArgs) -> Result<(), Failure> {
-    setup_threads(&args.out)?;
+    args.out.start(&[])?;
     let mut cfg = DriveConfig::preset(&args.preset)
         .and_then(|c| args.capacity.apply(c))
         .map_err(|e| Failure::Usage(format!("--preset/--capacity: {e}")))?;
