@@ -38,8 +38,11 @@ use thiserror::Error;
 
 use crate::config::DriveConfig;
 
+mod lock;
 mod table;
 
+use lock::beside;
+pub use lock::{resolve, ImageLock};
 pub use table::{read_table, write_table, Payload, Plain};
 
 /// First bytes of every image.
@@ -202,16 +205,16 @@ impl Drop for TempFile {
 }
 
 impl ImageWriter {
-    /// Starts an image that will replace `path`.
+    /// Starts an image that will replace the file `path` names (through
+    /// any symbolic links: a link stays a link, see [`resolve`]).
     pub fn create(path: &Path) -> Result<Self, ImageError> {
-        let mut name = path.file_name().unwrap_or_default().to_os_string();
-        name.push(".tmp");
-        let tmp = path.with_file_name(name);
         refuse_special(path)?;
+        let path = resolve(path)?;
+        let tmp = beside(&path, ".tmp");
         refuse_special(&tmp)?;
         let file = File::create(&tmp).map_err(|e| io_err("create", &tmp, e))?;
         let tmp = TempFile { path: tmp, placed: false };
-        let mut w = ImageWriter { out: BufWriter::with_capacity(1 << 20, file), tmp, path: path.to_path_buf() };
+        let mut w = ImageWriter { out: BufWriter::with_capacity(1 << 20, file), tmp, path };
         let mut header = MAGIC.to_vec();
         header.extend_from_slice(&VERSION.to_le_bytes());
         w.out.write_all(&header).map_err(|e| io_err("write", &w.tmp.path, e))?;
@@ -285,48 +288,6 @@ impl ImageWriter {
 
 pub fn io_err(op: &'static str, path: &Path, source: io::Error) -> ImageError {
     ImageError::Io { op, path: path.to_path_buf(), source }
-}
-
-/// An exclusive hold on an image while a drive is open on it: an advisory
-/// lock on `PATH.lock` beside the image (the image itself is replaced by a
-/// rename at every save, so a lock on it would not outlive the first save).
-/// The lock file names the holder's pid. The kernel releases the lock when
-/// the holder drops it or exits, however it exits; the small lock file
-/// stays, so two openers always contend for the same file.
-#[derive(Debug)]
-pub struct ImageLock {
-    _file: File,
-}
-
-impl ImageLock {
-    /// Takes the lock of `image`, or fails at once with
-    /// [`ImageError::Locked`] naming the holder.
-    pub fn acquire(image: &Path) -> Result<Self, ImageError> {
-        let mut name = image.file_name().unwrap_or_default().to_os_string();
-        name.push(".lock");
-        let path = image.with_file_name(name);
-        refuse_special(&path)?;
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| io_err("open", &path, e))?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
-                let mut holder = String::new();
-                let _ = file.read_to_string(&mut holder);
-                let pid = holder.trim().parse().ok();
-                return Err(ImageError::Locked { path: image.to_path_buf(), pid });
-            }
-            Err(std::fs::TryLockError::Error(e)) => return Err(io_err("lock", &path, e)),
-        }
-        file.set_len(0).map_err(|e| io_err("write", &path, e))?;
-        file.write_all(format!("{}\n", std::process::id()).as_bytes()).map_err(|e| io_err("write", &path, e))?;
-        Ok(ImageLock { _file: file })
-    }
 }
 
 /// Refuses a path that exists and is not a regular file (a FIFO would
@@ -523,15 +484,17 @@ mod tests {
     }
 
     #[test]
-    fn an_image_has_one_holder_at_a_time() {
-        let d = dir("lock");
-        let path = d.join("drive.img");
-        let first = ImageLock::acquire(&path).expect("free");
-        let err = ImageLock::acquire(&path).expect_err("held");
-        assert!(matches!(err, ImageError::Locked { pid: Some(p), .. } if p == std::process::id()), "{err}");
-        assert!(err.to_string().contains(&format!("process {}", std::process::id())), "{err}");
-        drop(first);
-        ImageLock::acquire(&path).expect("released on drop");
+    fn a_save_through_a_symbolic_link_replaces_the_file_and_keeps_the_link() {
+        let d = dir("symlink");
+        std::fs::write(d.join("drive.img"), b"old").expect("image");
+        std::os::unix::fs::symlink("drive.img", d.join("alias.img")).expect("link");
+        std::os::unix::fs::symlink("later.img", d.join("dangling.img")).expect("link to nothing yet");
+        for (link, target) in [("alias.img", "drive.img"), ("dangling.img", "later.img")] {
+            ImageWriter::create(&d.join(link)).expect("create").commit().expect("commit");
+            assert!(d.join(link).symlink_metadata().expect("link").file_type().is_symlink(), "{link} stays a link");
+            assert!(std::fs::read(d.join(target)).expect("written").starts_with(&MAGIC), "{target} holds the image");
+            assert!(!d.join(format!("{link}.tmp")).exists() && !d.join(format!("{target}.tmp")).exists());
+        }
         std::fs::remove_dir_all(&d).ok();
     }
 

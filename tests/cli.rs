@@ -249,6 +249,30 @@ fn wa_resumes_from_an_image_and_refuses_a_mismatched_or_damaged_one() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `--image` through a symbolic link resumes and saves the file the link
+/// names, and the link stays a link.
+#[test]
+fn an_image_saved_through_a_symbolic_link_keeps_the_link() {
+    let dir = std::env::temp_dir().join(format!("duraflash-cli-link-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let (image, alias) = (dir.join("real.img"), dir.join("alias.img"));
+    std::os::unix::fs::symlink("real.img", &alias).expect("symbolic link");
+    let host_writes = |path: &std::path::Path| {
+        let out = duraflash(&["image", "info", path.to_str().expect("utf-8 path"), "--json", "-"]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        v["summary"]["stats"]["host_write_bytes"].as_u64().expect("host_write_bytes")
+    };
+    for path in [&alias, &image, &alias] {
+        let out = duraflash(&[&QUICK[..], &["--image", path.to_str().expect("utf-8 path")]].concat());
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(alias.symlink_metadata().expect("alias").file_type().is_symlink(), "the alias is still a link");
+    }
+    let once = host_writes(&image) / 3;
+    assert!(once > 0 && host_writes(&alias) == 3 * once, "three runs aged one drive");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A drive aged by one command is measured by the next: `iometer` fills
 /// and writes a span into an image, `hdtach` resumes it (reads find the
 /// data), `replay`-style single-drive commands refuse other drive flags.

@@ -179,6 +179,39 @@ fn a_second_server_on_the_same_image_exits_1_naming_the_holder() {
     std::fs::remove_dir_all(&d).ok();
 }
 
+/// Runs another duraflash command to its end: its exit code and stderr.
+fn other_command(args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_duraflash")).args(args).output().expect("duraflash runs");
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// A served image and a symbolic link to it, in a fresh directory.
+fn served_with_alias(name: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let d = dir(name);
+    let (image, alias) = (d.join("srv.img"), d.join("alias.img"));
+    std::os::unix::fs::symlink("srv.img", &alias).expect("symbolic link");
+    (d, image, alias)
+}
+
+/// The lock is on the file an image path names: a symbolic link to a
+/// served image is refused like the image itself, and stays a link.
+#[test]
+fn an_alias_of_a_served_image_is_refused_and_stays_a_link() {
+    let (d, image, alias) = served_with_alias("alias");
+    let first = Serve::start(&["--image", image.to_str().expect("utf-8 path")]);
+    let saved = std::fs::read(&image).expect("saved at start-up");
+    // The server's drive flags: only the lock stands between the two.
+    let alias_arg = alias.to_str().expect("utf-8 path");
+    let (code, stderr) =
+        other_command(&["wa", "--capacity", "64MiB", "--media", "memory", "--quiet", "--image", alias_arg]);
+    assert_eq!(code, Some(1), "wa on a link to a served image: {stderr}");
+    assert!(stderr.contains(&format!("process {}", first.child.id())), "names the holder: {stderr}");
+    assert!(alias.symlink_metadata().expect("alias").file_type().is_symlink(), "the alias is still a link");
+    assert!(std::fs::read(&image).expect("image") == saved, "the served image is untouched");
+    assert_eq!(first.stop().0, Some(0));
+    std::fs::remove_dir_all(&d).ok();
+}
+
 #[test]
 fn serve_qd_0_is_a_usage_error_naming_the_flag() {
     let (code, stderr) = run_to_exit(&["--listen", "127.0.0.1:0", "--qd", "0"], Duration::from_secs(30));

@@ -1,0 +1,156 @@
+//! Where an image lives: the file its path names through any symbolic
+//! links, and the lock a process holds on it while a drive is open there.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use super::{io_err, refuse_special, ImageError};
+
+/// Most symbolic links [`resolve`] follows (Linux's own limit).
+const MAX_LINKS: usize = 40;
+
+/// The file an image path names, with every symbolic link resolved: the
+/// canonical path of a file that exists, else the canonical directory and
+/// the name (a link to a file not created yet is followed to it). The lock
+/// and every save use it, so an alias of an image shares its lock and a
+/// save through a link replaces the file, not the link.
+pub fn resolve(path: &Path) -> Result<PathBuf, ImageError> {
+    let mut at = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        match std::fs::canonicalize(&at) {
+            Ok(real) => return Ok(real),
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io_err("resolve", &at, e)),
+            Err(_) => {}
+        }
+        let dir = match at.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        match std::fs::read_link(&at) {
+            Ok(target) => at = dir.join(target),
+            Err(_) => {
+                let name = at.file_name().ok_or_else(|| ImageError::NotRegular { path: path.to_path_buf() })?;
+                let dir = std::fs::canonicalize(&dir).map_err(|e| io_err("resolve", &dir, e))?;
+                return Ok(dir.join(name));
+            }
+        }
+    }
+    Err(io_err("resolve", path, io::Error::other("too many levels of symbolic links")))
+}
+
+/// `path` with `suffix` added to its file name.
+pub(super) fn beside(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(suffix);
+    path.with_file_name(name)
+}
+
+/// An exclusive hold on an image while a drive is open on it: an advisory
+/// lock on `PATH.lock` beside the file the image path [`resolve`]s to (the
+/// image itself is replaced by a rename at every save, so a lock on it
+/// would not outlive the first save). The lock file names the holder's
+/// pid. The kernel releases the lock when the holder drops it or exits,
+/// however it exits; the small lock file stays, so two openers always
+/// contend for the same file.
+#[derive(Debug)]
+pub struct ImageLock {
+    _file: File,
+}
+
+impl ImageLock {
+    /// Takes the lock of `image`, or fails at once with
+    /// [`ImageError::Locked`] naming the holder. A directory or other
+    /// non-file is refused before any lock file is made beside it.
+    pub fn acquire(image: &Path) -> Result<Self, ImageError> {
+        refuse_special(image)?;
+        let path = beside(&resolve(image)?, ".lock");
+        refuse_special(&path)?;
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| io_err("open", &path, e))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut holder = String::new();
+                let _ = file.read_to_string(&mut holder);
+                let pid = holder.trim().parse().ok();
+                return Err(ImageError::Locked { path: image.to_path_buf(), pid });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(io_err("lock", &path, e)),
+        }
+        file.set_len(0).map_err(|e| io_err("write", &path, e))?;
+        file.write_all(format!("{}\n", std::process::id()).as_bytes()).map_err(|e| io_err("write", &path, e))?;
+        Ok(ImageLock { _file: file })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("duraflash-image-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("temp dir");
+        d
+    }
+
+    #[test]
+    fn an_image_has_one_holder_at_a_time() {
+        let d = dir("lock");
+        let path = d.join("drive.img");
+        let first = ImageLock::acquire(&path).expect("free");
+        let err = ImageLock::acquire(&path).expect_err("held");
+        assert!(matches!(err, ImageError::Locked { pid: Some(p), .. } if p == std::process::id()), "{err}");
+        assert!(err.to_string().contains(&format!("process {}", std::process::id())), "{err}");
+        drop(first);
+        ImageLock::acquire(&path).expect("released on drop");
+        std::fs::remove_dir_all(&d).ok();
+    }
+
+    #[test]
+    fn an_alias_through_a_symbolic_link_shares_the_lock() {
+        let d = dir("alias");
+        let real = d.join("drive.img");
+        std::fs::write(&real, b"image").expect("image");
+        std::os::unix::fs::symlink("drive.img", d.join("alias.img")).expect("link to the file");
+        std::os::unix::fs::symlink(&d, d.join("linked-dir")).expect("link to the directory");
+        let _held = ImageLock::acquire(&real).expect("free");
+        for alias in [d.join("alias.img"), d.join("linked-dir").join("drive.img"), d.join(".").join("drive.img")] {
+            let err = ImageLock::acquire(&alias).expect_err("the same file, so held");
+            assert!(matches!(&err, ImageError::Locked { path, .. } if path == &alias), "{err}");
+        }
+        std::fs::remove_dir_all(&d).ok();
+    }
+
+    #[test]
+    fn a_new_image_resolves_through_its_directory_and_a_dangling_link() {
+        let d = dir("resolve");
+        let canonical = std::fs::canonicalize(&d).expect("canonical");
+        std::os::unix::fs::symlink(&d, d.join("linked-dir")).expect("link to the directory");
+        std::os::unix::fs::symlink("later.img", d.join("dangling.img")).expect("link to nothing yet");
+        assert_eq!(resolve(&d.join("linked-dir").join("new.img")).expect("resolves"), canonical.join("new.img"));
+        assert_eq!(resolve(&d.join("dangling.img")).expect("resolves"), canonical.join("later.img"));
+        let err = resolve(&d.join("missing").join("new.img")).expect_err("no such directory");
+        assert!(err.to_string().contains("missing"), "{err}");
+        std::os::unix::fs::symlink("loop.img", d.join("loop.img")).expect("a link to itself");
+        assert!(resolve(&d.join("loop.img")).is_err(), "a loop is an error, not a hang");
+        std::fs::remove_dir_all(&d).ok();
+    }
+
+    #[test]
+    fn a_directory_gets_no_lock_file_beside_it() {
+        let d = dir("lockdir");
+        let inner = d.join("inner");
+        std::fs::create_dir(&inner).expect("dir");
+        let err = ImageLock::acquire(&inner).expect_err("a directory is no image");
+        assert!(matches!(err, ImageError::NotRegular { .. }), "{err}");
+        assert!(!d.join("inner.lock").exists(), "no lock file made");
+        std::fs::remove_dir_all(&d).ok();
+    }
+}
