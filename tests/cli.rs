@@ -249,6 +249,33 @@ fn wa_resumes_from_an_image_and_refuses_a_mismatched_or_damaged_one() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `soak --image` writes its scratch drive to a new file and keeps it; an
+/// existing file or a directory is refused (exit 2, naming the flag)
+/// before it starts, and the file is left as it was.
+#[test]
+fn soak_refuses_an_existing_image_or_a_directory() {
+    let dir = std::env::temp_dir().join(format!("duraflash-cli-soak-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let image = dir.join("soak.img");
+    let soak = |path: &std::path::Path| {
+        let args = ["soak", "--ops", "2000", "--capacity", "16MiB", "--image-every", "500", "--quiet", "--image"];
+        duraflash(&[&args[..], &[path.to_str().expect("utf-8 path")]].concat())
+    };
+    let out = soak(&image);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let kept = std::fs::read(&image).expect("the last image is kept");
+    for path in [&image, &dir] {
+        let out = soak(path);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{}: {err}", path.display());
+        assert!(err.starts_with(&format!("duraflash: error: --image {}: ", path.display())), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    assert!(std::fs::read(&image).expect("image") == kept, "the existing image is untouched");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `--image` through a symbolic link resumes and saves the file the link
 /// names, and the link stays a link.
 #[test]

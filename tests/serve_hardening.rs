@@ -212,6 +212,30 @@ fn an_alias_of_a_served_image_is_refused_and_stays_a_link() {
     std::fs::remove_dir_all(&d).ok();
 }
 
+/// `soak`, which writes a scratch drive to its `--image`, takes the same
+/// lock as every command (directly or through a link), and refuses an
+/// existing image even when no one holds it.
+#[test]
+fn soak_takes_the_image_lock_and_overwrites_no_image() {
+    let (d, image, alias) = served_with_alias("soak");
+    let (image_arg, alias_arg) = (image.to_str().expect("utf-8 path"), alias.to_str().expect("utf-8 path"));
+    let first = Serve::start(&["--image", image_arg]);
+    let saved = std::fs::read(&image).expect("saved at start-up");
+    let soak = ["soak", "--ops", "2000", "--capacity", "64MiB", "--image-every", "500", "--quiet", "--image"];
+    for path in [image_arg, alias_arg] {
+        let (code, stderr) = other_command(&[&soak[..], &[path]].concat());
+        assert_eq!(code, Some(1), "soak on {path}, served: {stderr}");
+        assert!(stderr.contains(&format!("process {}", first.child.id())), "names the holder: {stderr}");
+    }
+    assert!(std::fs::read(&image).expect("image") == saved, "the served image is untouched");
+    assert_eq!(first.stop().0, Some(0));
+    let (code, stderr) = other_command(&[&soak[..], &[alias_arg]].concat());
+    assert_eq!(code, Some(2), "soak on an existing image: {stderr}");
+    assert!(stderr.contains("--image") && stderr.contains("already exists"), "{stderr}");
+    assert!(std::fs::read(&image).expect("image") == saved, "and leaves it alone");
+    std::fs::remove_dir_all(&d).ok();
+}
+
 #[test]
 fn serve_qd_0_is_a_usage_error_naming_the_flag() {
     let (code, stderr) = run_to_exit(&["--listen", "127.0.0.1:0", "--qd", "0"], Duration::from_secs(30));

@@ -1,17 +1,19 @@
 //! The simulator's own checks: `bench` (what simulating costs here) and
 //! `soak` (millions of mixed operations against a shadow copy).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
 use duraflash::config::{DriveConfig, Media};
+use duraflash::device::resume::ResumeError;
+use duraflash::image::ImageLock;
 use duraflash::lab::soak;
 use duraflash::Drive;
 
 use super::output::{emit, progress_bar, with_phases, PlotDir};
-use super::{DriveArgs, Failure, Output, Reads};
+use super::{image_failure, DriveArgs, Failure, Output, Reads};
 
 #[derive(Args)]
 pub(crate) struct BenchArgs {
@@ -171,7 +173,8 @@ pub(crate) struct SoakArgs {
     /// Save and reload the drive through an image every N operations (0: never).
     #[arg(long, default_value_t = 1_000_000)]
     image_every: u64,
-    /// Where those images go (default: a file in the temp directory, removed at the end).
+    /// A new file where those images go, kept at the end (refused if it exists or another
+    /// process holds it; default: a file in the temp directory, removed at the end).
     #[arg(long)]
     image: Option<PathBuf>,
     #[command(flatten)]
@@ -184,6 +187,8 @@ pub(crate) fn soak(args: SoakArgs) -> Result<(), Failure> {
     if cfg.media != Media::Memory {
         return Err(Failure::Usage("--media: soak verifies reads, so it needs memory media".into()));
     }
+    // The image's lock, held until soak ends, as every command that opens an image holds it.
+    let _lock = args.image.as_deref().map(soak_image).transpose()?;
     let mut drive = Drive::new(cfg.clone()).map_err(|e| Failure::Usage(e.to_string()))?;
     let temp = args.image.is_none();
     let image_path = args
@@ -225,4 +230,19 @@ pub(crate) fn soak(args: SoakArgs) -> Result<(), Failure> {
         report.stats.gc_victims
     );
     emit(&args.out, &summary, &report, &[])
+}
+
+/// The lock of `--image` for soak, which writes a scratch drive there: a
+/// directory or an existing file is refused (exit 2; soak would overwrite
+/// a user's drive), an image another process holds as by every command.
+fn soak_image(path: &Path) -> Result<ImageLock, Failure> {
+    let usage = |why: &str| Failure::Usage(format!("--image {}: {why}", path.display()));
+    if path.metadata().is_ok_and(|m| !m.is_file()) {
+        return Err(usage("not a regular file (soak writes its scratch drive to a new file)"));
+    }
+    let lock = ImageLock::acquire(path).map_err(|source| image_failure(ResumeError::Locked { source }))?;
+    if path.symlink_metadata().is_ok() {
+        return Err(usage("already exists (soak would overwrite it with its scratch drive): give a new path"));
+    }
+    Ok(lock)
 }
