@@ -202,6 +202,8 @@ pub(crate) fn check_output(flag: &str, path: &Path, inputs: &[(&str, Option<&Pat
     if !dir.is_dir() {
         return refuse(format!("no directory {}", dir.display()));
     }
+    // Symlinks resolved, so two names of one file compare equal.
+    let resolved = |p: &Path| duraflash::image::resolve(p).unwrap_or_else(|_| p.to_path_buf());
     let target = resolved(path);
     if let Some((what, _)) = inputs.iter().find(|(_, p)| p.is_some_and(|p| resolved(p) == target)) {
         return refuse(format!("is also the {what}; the result written there would destroy it"));
@@ -223,15 +225,6 @@ fn directory_of(path: &Path) -> &Path {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     }
-}
-
-/// `path` with symlinks resolved: the file's own when it exists, else its
-/// directory's, so two names of one file compare equal.
-fn resolved(path: &Path) -> PathBuf {
-    path.canonicalize().unwrap_or_else(|_| match (directory_of(path).canonicalize(), path.file_name()) {
-        (Ok(dir), Some(name)) => dir.join(name),
-        _ => path.to_path_buf(),
-    })
 }
 
 /// Whether `path` names standard output.
