@@ -196,6 +196,28 @@ fn parse_addr(s: &str) -> Result<std::net::SocketAddr, String> {
     addrs.next().ok_or_else(|| format!("'{s}' resolves to no address"))
 }
 
+/// clap's error text as one line: its lines joined by `; `, the items of
+/// a list (the lines after one ending in `:`) by `, ` after a space.
+fn one_line(text: &str) -> String {
+    let mut line = String::new();
+    let mut list = false;
+    for l in text.lines().map(str::trim) {
+        if l.is_empty() || l.starts_with("Usage:") || l.starts_with("For more information") {
+            continue;
+        }
+        let sep = match (line.is_empty(), list, line.ends_with(':')) {
+            (true, ..) => "",
+            (_, _, true) => " ",
+            (_, true, _) => ", ",
+            _ => "; ",
+        };
+        list = list || line.ends_with(':');
+        line += sep;
+        line += l.trim_start_matches("error: ");
+    }
+    line
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -206,14 +228,7 @@ fn main() -> ExitCode {
         }
         Err(e) if e.use_stderr() => {
             // One line naming the flag and what it accepts; no usage dump.
-            let text = e.to_string();
-            let line: Vec<&str> = text
-                .lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information"))
-                .map(|l| l.trim_start_matches("error: "))
-                .collect();
-            note!("duraflash: error: {}", line.join("; "));
+            note!("duraflash: error: {}", one_line(&e.to_string()));
             return ExitCode::from(2);
         }
         Err(e) => {

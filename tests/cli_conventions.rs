@@ -311,3 +311,9 @@ fn capacity_full_means_the_presets_own_size_on_every_command() {
     assert_eq!(text.lines().count(), 2);
     assert!(text.lines().all(|l| l.contains(" --capacity full ")), "{text}");
 }
+
+#[test]
+fn a_missing_argument_is_named_without_a_stray_separator() {
+    usage_error(&["replay", "--level", "0", "trace.csv"], &["not provided: --members"]);
+    usage_error(&["raid", "--level", "0"], &["not provided: --members <MEMBERS>, --driver <DRIVER>"]);
+}
