@@ -317,3 +317,13 @@ fn a_missing_argument_is_named_without_a_stray_separator() {
     usage_error(&["replay", "--level", "0", "trace.csv"], &["not provided: --members"]);
     usage_error(&["raid", "--level", "0"], &["not provided: --members <MEMBERS>, --driver <DRIVER>"]);
 }
+
+#[test]
+fn a_refused_geometry_names_the_flag_the_user_gave() {
+    let job = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("geometry-{}.fio", std::process::id()));
+    std::fs::write(&job, "[j]\nrw=randwrite\nsize=4k\n").unwrap();
+    usage_error(
+        &["run", job.to_str().unwrap(), "--pages-per-block", "65536", "--capacity", "64MiB"],
+        &["--pages-per-block", "512.00 MiB", "gc.high_watermark", "fewer pages per block"],
+    );
+}

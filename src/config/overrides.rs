@@ -272,9 +272,27 @@ impl DriveOverrides {
             .into_iter()
             .find_map(|(flag, given)| given.then_some(flag))
             .or(cap.map(|_| "--capacity"));
+        let blocks = u64::from(cfg.geometry.dies()) * u64::from(cfg.geometry.blocks_per_die);
         cfg.validate().map_err(|e| match (&e, sized_by) {
             (ConfigError::Invalid { field, .. }, Some(flag)) if field.starts_with("geometry.") => {
                 OverrideError::Setting { flag, source: e }
+            }
+            // Blocks so large that too few are left for the GC's free ones.
+            (ConfigError::Invalid { field: "gc.high_watermark", .. }, Some(flag))
+                if u64::from(cfg.gc.high_watermark) >= blocks =>
+            {
+                let (flag, hint) = match self.pages_per_block {
+                    Some(_) => ("--pages-per-block", "fewer pages per block"),
+                    None => (flag, "a larger --capacity"),
+                };
+                let reason = format!(
+                    "{blocks} blocks of {} ({} per die) are not more than the {} free blocks the GC keeps \
+                     (gc.high_watermark); give {hint}",
+                    ByteSize(cfg.geometry.block_bytes()),
+                    cfg.geometry.blocks_per_die,
+                    cfg.gc.high_watermark
+                );
+                OverrideError::Setting { flag, source: ConfigError::invalid("geometry.blocks_per_die", reason) }
             }
             _ => OverrideError::Invalid(e),
         })?;
@@ -368,6 +386,12 @@ mod tests {
         o.capacity = Some(Capacity::Full);
         let e = o.build(None).unwrap_err().to_string();
         assert!(e.starts_with("--pages-per-block: "), "{e}");
+        // Blocks so large that too few are left for the GC's free ones.
+        o.pages_per_block = Some(1 << 16);
+        o.capacity = Some(Capacity::Bytes(64 << 20));
+        let e = o.build(None).unwrap_err().to_string();
+        assert!(e.starts_with("--pages-per-block: ") && e.contains("32 blocks of 512.00 MiB"), "{e}");
+        assert!(e.contains("gc.high_watermark") && e.contains("fewer pages per block"), "{e}");
     }
 
     #[test]
