@@ -327,3 +327,14 @@ fn a_refused_geometry_names_the_flag_the_user_gave() {
         &["--pages-per-block", "512.00 MiB", "gc.high_watermark", "fewer pages per block"],
     );
 }
+
+#[test]
+fn an_op_no_capacity_gives_names_the_op_range_that_works_instead() {
+    for op in ["1000%", "0.0000001"] {
+        let args = ["wa", "--op", op, "--capacity", "64MiB"];
+        usage_error(&args, &["--op", "no capacity up to the drive's", "--op from 71.9% to 943.7% works"]);
+        let err = stderr(&duraflash(&args));
+        assert!(!err.contains("use at least") && !err.contains("TiB"), "{err}");
+    }
+    usage_error(&["wa", "--op", "7%", "--capacity", "256MiB"], &["--op", "--capacity 643MiB gives it"]);
+}

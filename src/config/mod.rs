@@ -223,20 +223,17 @@ impl DriveConfig {
     pub fn with_op(&self, op: f64) -> Result<Self, ConfigError> {
         let cfg = self.sized_for_op(op, f64::ceil)?;
         if cfg.data_op() > 2.0 * op {
-            let step = cfg.op_step();
-            let min = u64::from(cfg.geometry.dies()) as f64 * cfg.geometry.block_bytes() as f64 / op;
             return Err(ConfigError::invalid(
                 "op",
                 format!(
                     "{:.1}% cannot be had at {}: one block per die ({} dies of {}) steps the OP by {:.1}%, \
-                     so the nearest is {:.1}%; use a capacity of at least {} or fewer pages per block",
+                     so the nearest is {:.1}% (fewer pages per block or a larger capacity step it finer)",
                     op * 100.0,
                     ByteSize(self.logical_bytes),
                     cfg.geometry.dies(),
                     ByteSize(cfg.geometry.block_bytes()),
-                    step * 100.0,
+                    cfg.op_step() * 100.0,
                     cfg.data_op() * 100.0,
-                    ByteSize(min.ceil() as u64),
                 ),
             ));
         }

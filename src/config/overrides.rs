@@ -129,12 +129,14 @@ pub enum OverrideError {
         #[source]
         source: ConfigError,
     },
-    /// The capacity leaves a drive that is almost all spare area.
+    /// The capacity leaves a drive that is almost all spare area;
+    /// `min_mib` is the smallest that does not, up to the base's own size.
     #[error(
         "--capacity {capacity}: the smallest array of this drive ({per_die} blocks on each of {dies} dies) \
-         would be {op_pct:.0} % over-provisioned (at most {max_pct:.0} % is a drive); use at least {min_mib}MiB"
+         would be {op_pct:.0} % over-provisioned (at most {max_pct:.0} % is a drive); {}",
+        .min_mib.map_or("no capacity up to the drive's own fits these flags".into(), |m| format!("use at least {m}MiB"))
     )]
-    TooSmall { capacity: ByteSize, dies: u32, per_die: u32, op_pct: f64, max_pct: f64, min_mib: u64 },
+    TooSmall { capacity: ByteSize, dies: u32, per_die: u32, op_pct: f64, max_pct: f64, min_mib: Option<u64> },
     /// The config all settings give does not validate.
     #[error(transparent)]
     Invalid(#[from] ConfigError),
@@ -185,35 +187,58 @@ impl DriveOverrides {
     /// capacity scaling, pages per block and OP (each resizes the array, so
     /// their order matters), then one validation.
     pub fn build(&self, default_capacity: Option<u64>) -> Result<DriveConfig, OverrideError> {
-        let (cfg, cap) = self.build_any_size(default_capacity)?;
-        if let Some(cap) = cap {
-            if cfg.data_op() > MAX_OP {
-                return Err(OverrideError::TooSmall {
-                    capacity: ByteSize(cap),
-                    dies: cfg.geometry.dies(),
-                    per_die: cfg.geometry.blocks_per_die,
-                    op_pct: cfg.data_op() * 100.0,
-                    max_pct: MAX_OP * 100.0,
-                    min_mib: self.smallest_sensible_mib(cap, default_capacity),
-                });
+        // An --op the geometry cannot give is refused with what would work.
+        let op_refused = |reason: String| {
+            let advice = self.op_advice(default_capacity);
+            OverrideError::Setting { flag: "--op", source: ConfigError::invalid("op", format!("{reason}; {advice}")) }
+        };
+        let (cfg, cap) = match self.build_any_size(default_capacity) {
+            Err(OverrideError::Setting { flag: "--op", source: ConfigError::Invalid { field: "op", reason } }) => {
+                return Err(op_refused(reason))
+            }
+            built => built?,
+        };
+        match (cap, self.op) {
+            (Some(_), Some(op)) if cfg.data_op() > MAX_OP => Err(op_refused(format!(
+                "{:.1}% cannot be had at {}: whole blocks per die give {:.1}% at the nearest, more than the \
+                 {:.0}% a drive may have",
+                op * 100.0,
+                ByteSize(cfg.logical_bytes),
+                cfg.data_op() * 100.0,
+                MAX_OP * 100.0
+            ))),
+            (Some(cap), None) if cfg.data_op() > MAX_OP => Err(OverrideError::TooSmall {
+                capacity: ByteSize(cap),
+                dies: cfg.geometry.dies(),
+                per_die: cfg.geometry.blocks_per_die,
+                op_pct: cfg.data_op() * 100.0,
+                max_pct: MAX_OP * 100.0,
+                min_mib: self.smallest_sensible_mib(cap, default_capacity),
+            }),
+            _ => Ok(cfg),
+        }
+    }
+
+    /// The base config: the `--config` file, or the preset.
+    fn base(&self) -> Result<DriveConfig, OverrideError> {
+        match &self.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|source| OverrideError::ReadConfig { path: path.clone(), source })?;
+                DriveConfig::from_toml(&text)
+                    .map_err(|source| OverrideError::ParseConfig { path: path.clone(), source })
+            }
+            None => {
+                DriveConfig::preset(&self.preset).map_err(|source| OverrideError::Setting { flag: "--preset", source })
             }
         }
-        Ok(cfg)
     }
 
     /// [`DriveOverrides::build`] without the check that a scaled drive is
     /// not mostly spare area; also returns the capacity it scaled to.
     fn build_any_size(&self, default_capacity: Option<u64>) -> Result<(DriveConfig, Option<u64>), OverrideError> {
         let setting = |flag| move |source| OverrideError::Setting { flag, source };
-        let mut cfg = match &self.config {
-            Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|source| OverrideError::ReadConfig { path: path.clone(), source })?;
-                DriveConfig::from_toml(&text)
-                    .map_err(|source| OverrideError::ParseConfig { path: path.clone(), source })?
-            }
-            None => DriveConfig::preset(&self.preset).map_err(setting("--preset"))?,
-        };
+        let mut cfg = self.base()?;
         cfg.seed = self.seed;
         if let Some(c) = self.compression {
             cfg.compression = c;
@@ -299,22 +324,44 @@ impl DriveOverrides {
         Ok((cfg, cap))
     }
 
-    /// The smallest capacity in whole MiB, above `too_small` bytes, whose
-    /// drive is at most [`MAX_OP`] over-provisioned with these settings.
-    fn smallest_sensible_mib(&self, too_small: u64, default_capacity: Option<u64>) -> u64 {
+    /// What to give instead of an `--op` the drive cannot have: the
+    /// smallest capacity that builds with every flag, or, when none up to
+    /// the base's own size does, the `--op` range this capacity takes.
+    fn op_advice(&self, default_capacity: Option<u64>) -> String {
+        let cap = self.capacity.map_or(default_capacity, Capacity::bytes);
+        if let Some(mib) = cap.and_then(|c| self.smallest_sensible_mib(c, default_capacity)) {
+            return format!("--capacity {mib}MiB gives it");
+        }
+        let full = self.base().map_or("its own".into(), |b| ByteSize(b.logical_bytes).to_string());
+        let mut o = self.clone();
+        o.op = None;
+        match o.build_any_size(default_capacity).ok().and_then(|(c, _)| op_range(&c).map(|r| (c, r))) {
+            Some((c, (from, to))) => format!(
+                "no capacity up to the drive's {full} gives it; at {} --op from {from:.1}% to {to:.1}% works",
+                ByteSize(c.logical_bytes)
+            ),
+            None => format!("no capacity up to the drive's {full} gives it"),
+        }
+    }
+
+    /// The smallest capacity in whole MiB, above `too_small` bytes and at
+    /// most the base's own size, that builds with these settings and is at
+    /// most [`MAX_OP`] over-provisioned; `None` if there is none.
+    fn smallest_sensible_mib(&self, too_small: u64, default_capacity: Option<u64>) -> Option<u64> {
         let fits = |cap: u64| {
             let mut o = self.clone();
             o.capacity = Some(Capacity::Bytes(cap));
             o.build_any_size(default_capacity).is_ok_and(|(c, _)| c.data_op() <= MAX_OP)
         };
         let mib = 1u64 << 20;
+        let most = self.base().ok()?.logical_bytes / mib;
         let (mut lo, mut hi) = (too_small / mib, too_small / mib + 1);
         while !fits(hi * mib) {
-            lo = hi;
-            hi = hi.saturating_mul(2);
-            if hi > (1 << 24) {
-                return hi;
+            if hi >= most {
+                return None;
             }
+            lo = hi;
+            hi = hi.saturating_mul(2).min(most);
         }
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
@@ -324,8 +371,23 @@ impl DriveOverrides {
                 lo = mid;
             }
         }
-        hi
+        Some(hi)
     }
+}
+
+/// The `--op` values, in percent to a tenth, that [`DriveConfig::with_op`]
+/// gives a drive of `cfg`'s capacity and geometry without passing
+/// [`MAX_OP`]. Whole blocks per die give OPs `step` apart from the fewest
+/// that hold the data; an `--op` rounds up to the next, refused beyond
+/// twice itself, so the range starts at half the lowest the rounding
+/// reaches from everywhere above it.
+fn op_range(cfg: &DriveConfig) -> Option<(f64, f64)> {
+    let fewest = cfg.sized_for_op(f64::MIN_POSITIVE, f64::ceil).ok()?;
+    let (lowest, step) = (fewest.data_op(), fewest.op_step());
+    let steps = ((MAX_OP - lowest) / step).floor();
+    let start = if lowest >= step { lowest } else { lowest + step };
+    let (from, to) = ((start / 2.0 * 1000.0).ceil() / 10.0, ((lowest + steps * step) * 1000.0).floor() / 10.0);
+    (steps >= 0.0 && from <= to).then_some((from, to))
 }
 
 #[cfg(test)]
@@ -410,6 +472,30 @@ mod tests {
     }
 
     #[test]
+    fn an_op_refused_at_a_capacity_suggests_only_what_is_accepted() {
+        let at = |op: f64, mib: u64| {
+            let mut o = preset("sf2281-240g");
+            (o.op, o.capacity) = (Some(op), Some(Capacity::Bytes(mib << 20)));
+            o.build(None).map_err(|e| e.to_string())
+        };
+        // A capacity up to the preset's own that gives it, and not a MiB less.
+        let e = at(0.07, 256).unwrap_err();
+        let mib: u64 = e.split("--capacity ").nth(1).and_then(|t| t.split("MiB").next()?.parse().ok()).expect(&e);
+        assert!(at(0.07, mib).is_ok() && at(0.07, mib - 1).is_err(), "{e}");
+        // None fits (1000 % rounds past the limit; 1e-7 needs a drive larger
+        // than the preset): the --op range this capacity takes, its ends
+        // accepted and a tenth of a percent past them refused.
+        for op in [MAX_OP, 1e-7] {
+            let e = at(op, 64).unwrap_err();
+            assert!(e.contains("no capacity up to the drive's 223.52 GiB") && !e.contains("MiB gives"), "{e}");
+            assert!(e.ends_with("at 64.00 MiB --op from 71.9% to 943.7% works"), "{e}");
+        }
+        for (ok, bad) in [(0.719, 0.718), (9.437, 9.438)] {
+            assert!(at(ok, 64).is_ok() && at(bad, 64).is_err(), "{ok} accepted, {bad} refused");
+        }
+    }
+
+    #[test]
     fn op_reads_percent_or_fraction_and_refuses_a_bare_percentage() {
         assert_eq!(parse_op("7%"), Ok(0.07));
         assert_eq!(parse_op("0.07"), Ok(0.07));
@@ -427,7 +513,7 @@ mod tests {
         o.capacity = Some(Capacity::Bytes(100 << 10));
         let e = o.build(None).unwrap_err();
         assert!(e.to_string().starts_with("--capacity 100.00 KiB: "), "{e}");
-        let OverrideError::TooSmall { min_mib, .. } = e else { panic!("{e}") };
+        let OverrideError::TooSmall { min_mib: Some(min_mib), .. } = e else { panic!("{e}") };
         o.capacity = Some(Capacity::Bytes(min_mib << 20));
         assert!(o.build(None).unwrap().data_op() <= MAX_OP);
         o.capacity = Some(Capacity::Bytes((min_mib - 1) << 20));
