@@ -338,3 +338,17 @@ fn an_op_no_capacity_gives_names_the_op_range_that_works_instead() {
     }
     usage_error(&["wa", "--op", "7%", "--capacity", "256MiB"], &["--op", "--capacity 643MiB gives it"]);
 }
+
+#[test]
+fn a_zoned_job_with_room_for_one_request_is_a_usage_error_naming_file_line_and_option() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("zoned-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = dir.join("one-slot.fio");
+    std::fs::write(&job, "[j]\nrw=randwrite\nsize=4k\nrandom_distribution=zoned:1/1:99/99\n").unwrap();
+    let path = job.to_str().unwrap();
+    usage_error(&["run", path, "--capacity", "64MiB"], &[path, "line 4", "random_distribution", "size=4096"]);
+    // A size the drive resolves (a percentage) is checked when the jobs are planned.
+    std::fs::write(&job, "[j]\nrw=randwrite\nbs=512k\nsize=1%\nrandom_distribution=zoned:1/1:99/99\n").unwrap();
+    usage_error(&["run", path, "--capacity", "64MiB"], &[path, "job 'j'", "random_distribution", "size"]);
+    usage_error(&["wa", "--capacity", "16MiB", "--bs", "16MiB", "--workload", "hotcold:0.2:0.8"], &["--workload"]);
+}

@@ -80,6 +80,10 @@ impl WaSpec {
         {
             return Err(StudyError::BadSpec(format!("span {} must be in (0, 1] and hold one request", self.span)));
         }
+        let slots = (cfg.logical_bytes as f64 * self.span) as u64 / self.request_bytes;
+        self.access.check_slots(slots).map_err(|e| {
+            StudyError::BadSpec(format!("--workload: {e}; the drive holds {slots} of --bs {}", self.request_bytes))
+        })?;
         if self.trim_pct > 100 {
             return Err(StudyError::BadSpec(format!("--trim-pct {} is over 100", self.trim_pct)));
         }

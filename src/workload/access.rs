@@ -52,6 +52,18 @@ impl Access {
         }
         Ok(Access::HotCold { hot, writes })
     }
+
+    /// Checks that `slots` request slots can carry the pattern: at least
+    /// one, and for hot/cold two (a hot one and a cold one).
+    pub fn check_slots(self, slots: u64) -> Result<(), String> {
+        match (self, slots) {
+            (_, 0) => Err("the workload has no room for a single request".into()),
+            (Access::HotCold { .. }, 1) => {
+                Err("hotcold needs at least two request slots (a hot and a cold one)".into())
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 impl FromStr for Access {
@@ -190,9 +202,7 @@ impl SlotStream {
     /// A stream over `slots` slots (at least one).
     pub fn new(access: Access, slots: u64, seed: u64) -> Result<Self, WorkloadError> {
         let bad = |reason: String| WorkloadError::BadSpec(reason);
-        if slots == 0 {
-            return Err(bad("the workload has no room for a single request".into()));
-        }
+        access.check_slots(slots).map_err(bad)?;
         let kind = match access {
             Access::Uniform => Kind::Uniform,
             Access::Sequential => Kind::Sequential(0),
@@ -205,9 +215,6 @@ impl SlotStream {
             }
             Access::HotCold { hot, writes } => {
                 Access::hot_cold(hot, writes).map_err(bad)?;
-                if slots < 2 {
-                    return Err(bad("hotcold needs at least two request slots".into()));
-                }
                 let hot = ((slots as f64 * hot).round() as u64).clamp(1, slots - 1);
                 Kind::HotCold { hot, threshold: (writes * u64::MAX as f64) as u64 }
             }

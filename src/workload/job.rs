@@ -124,6 +124,15 @@ impl JobSpec {
                 self.offset, self.length, self.bs
             ));
         }
+        // Every job draws its random slots from the region (of `bs` each).
+        Access::from(self.distribution).check_slots(self.length / self.bs).map_err(|e| {
+            WorkloadError::BadSpec(format!(
+                "random_distribution: {e}; the region of {} bytes (size) holds {} of bs={}",
+                self.length,
+                self.length / self.bs,
+                self.bs
+            ))
+        })?;
         if self.rwmixread > 100 {
             return bad(format!("rwmixread {} is over 100", self.rwmixread));
         }

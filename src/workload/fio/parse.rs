@@ -336,6 +336,17 @@ impl Builder {
                 return Err(bad_at(Key::Size, reason));
             }
         }
+        if let (Distribution::HotCold { .. }, SizeSpec::Bytes(size)) = (job.distribution, job.size) {
+            if size / job.bs < 2 {
+                let reason = format!(
+                    "zoned needs at least two bs-sized requests in the region, a hot and a cold one; size={size} \
+                     holds {} of bs={}",
+                    size / job.bs,
+                    job.bs
+                );
+                return Err(bad_at(Key::Distribution, reason));
+            }
+        }
         if job.compress_chunk == 0 {
             job.compress_chunk = job.bs;
         }
