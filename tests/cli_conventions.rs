@@ -352,3 +352,9 @@ fn a_zoned_job_with_room_for_one_request_is_a_usage_error_naming_file_line_and_o
     usage_error(&["run", path, "--capacity", "64MiB"], &[path, "job 'j'", "random_distribution", "size"]);
     usage_error(&["wa", "--capacity", "16MiB", "--bs", "16MiB", "--workload", "hotcold:0.2:0.8"], &["--workload"]);
 }
+
+#[test]
+fn a_study_with_nothing_to_measure_is_refused_up_front() {
+    usage_error(&["wa", "--capacity", "16MiB", "--trim-pct", "100"], &["--trim-pct 100", "0 to 99"]);
+    usage_error(&["sweep", "--capacity", "64MiB", "--trim-pct", "0,100"], &["--trim-pct", "0 to 99"]);
+}

@@ -119,9 +119,10 @@ pub(crate) fn wa_summary(cfg: &DriveConfig, r: &WaReport) -> String {
         r.dedup_ratio,
         name(&cfg.gc.policy)
     );
+    // A measured phase whose few requests all TRIMmed wrote nothing: no WAF.
+    let waf = if r.host_bytes == 0 { "undefined (no host writes)".into() } else { format!("{:.3}", r.waf) };
     s += &format!(
-        "measured   WAF {:.3}  (host {:.2} GiB, NAND {:.2} GiB, GC moved {:.2} GiB, {} erases)\n",
-        r.waf,
+        "measured   WAF {waf}  (host {:.2} GiB, NAND {:.2} GiB, GC moved {:.2} GiB, {} erases)\n",
         gib(r.host_bytes),
         gib(r.nand_bytes),
         gib(r.gc_relocated_bytes),

@@ -113,6 +113,12 @@ impl Grid {
                 return Err(StudyError::BadSpec(format!("{flag}: {p} is over 100")));
             }
         }
+        if let Some(p) = self.trim_pct.iter().find(|&&p| p > wa::MAX_TRIM_PCT) {
+            return Err(StudyError::BadSpec(format!(
+                "--trim-pct: {p} leaves no host write to measure WAF over (0 to {})",
+                wa::MAX_TRIM_PCT
+            )));
+        }
         Ok(())
     }
 

@@ -30,6 +30,11 @@ const BATCH_REQUESTS: usize = 256;
 /// Samples of the unwritten space taken over the measured phase.
 const SPACE_SAMPLES: u64 = 200;
 
+/// Most requests in a hundred that may TRIM instead of writing: at 100
+/// the measured phase writes nothing and WAF (NAND bytes over host bytes)
+/// has no value.
+pub const MAX_TRIM_PCT: u8 = 99;
+
 /// What to run.
 #[derive(Clone, Debug, Serialize)]
 pub struct WaSpec {
@@ -40,7 +45,8 @@ pub struct WaSpec {
     /// Content of written units.
     #[serde(skip)]
     pub data: DataSpec,
-    /// Share of requests (percent) that TRIM one random mapped unit.
+    /// Share of requests (percent, at most [`MAX_TRIM_PCT`]) that TRIM one
+    /// random mapped unit.
     pub trim_pct: u8,
     /// Share of the LBA space (from LBA 0) filled and overwritten; the
     /// rest is never written. 1 for the whole drive.
@@ -84,8 +90,12 @@ impl WaSpec {
         self.access.check_slots(slots).map_err(|e| {
             StudyError::BadSpec(format!("--workload: {e}; the drive holds {slots} of --bs {}", self.request_bytes))
         })?;
-        if self.trim_pct > 100 {
-            return Err(StudyError::BadSpec(format!("--trim-pct {} is over 100", self.trim_pct)));
+        if self.trim_pct > MAX_TRIM_PCT {
+            return Err(StudyError::BadSpec(format!(
+                "--trim-pct {}: every request would TRIM, leaving no host write to measure WAF over \
+                 (0 to {MAX_TRIM_PCT})",
+                self.trim_pct
+            )));
         }
         Ok(())
     }
