@@ -87,21 +87,19 @@ pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
     args.out.start(&[])?;
     let plots = PlotDir::open(&args.plot, args.out.quiet)?;
     let preset = DriveConfig::preset(&args.preset).map_err(|e| Failure::Usage(format!("--preset: {e}")))?;
-    let mut sizes = Vec::new();
-    for s in &args.sizes {
-        let cfg = bench::sized(&preset, s, args.op)
-            .map_err(|e| Failure::Usage(format!("--sizes {s} with --op {}: {e}", args.op)))?;
-        sizes.push(cfg);
-    }
-    if !(args.measure.is_finite() && args.measure > 0.0) {
-        return Err(Failure::Usage("--measure: must be a positive number of drive-writes".into()));
-    }
     let spec = BenchSpec {
         precondition: args.precondition,
         measure: args.measure,
         min_measured_writes: args.min_writes,
         seed: args.seed,
     };
+    let mut sizes = Vec::new();
+    for s in &args.sizes {
+        let cfg = bench::sized(&preset, s, args.op)
+            .map_err(|e| Failure::Usage(format!("--sizes {s} with --op {}: {e}", args.op)))?;
+        spec.validate(&cfg).map_err(Failure::usage)?;
+        sizes.push(cfg);
+    }
     let mut points = Vec::new();
     let mut summary = format!(
         "{:>10} {:>13} {:>6} {:>6} {:>10} {:>10} {:>8} {:>8} {:>9} {:>8} {:>8}\n",

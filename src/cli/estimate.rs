@@ -57,9 +57,15 @@ pub(crate) fn wa_secs(capacity: u64, ops: &[f64], pages_per_block: u32, drive_wr
     (capacity as f64 / 4096.0) * drive_writes * waf / NAND_UNITS_PER_SECOND
 }
 
-/// `2 h 10 min`, `14 min`, `90 s`.
+/// Longest estimate [`human`] spells out: a thousand days.
+const HUMAN_MAX_SECS: f64 = 1000.0 * 86_400.0;
+
+/// `2 h 10 min`, `14 min`, `90 s`; past [`HUMAN_MAX_SECS`] (or not a
+/// number) a bound, never a figure cast past its type.
 pub(crate) fn human(secs: f64) -> String {
     match secs {
+        s if s.is_nan() => "an unknown time".into(),
+        s if s > HUMAN_MAX_SECS => "more than 1000 days".into(),
         s if s >= 3600.0 => format!("{} h {:02} min", (s / 3600.0) as u64, ((s % 3600.0) / 60.0) as u64),
         s if s >= 120.0 => format!("{:.0} min", s / 60.0),
         s => format!("{s:.0} s"),
@@ -93,5 +99,8 @@ mod tests {
         assert!(wa_secs(1 << 30, &[0.07], 64, 3.0) > 2.0 * wa_secs(1 << 30, &[0.28], 64, 3.0), "less spare, more GC");
         assert_eq!(human(7800.0), "2 h 10 min");
         assert_eq!(human(840.0), "14 min");
+        assert_eq!(human(1e300), "more than 1000 days", "no hour count saturated at u64::MAX");
+        assert_eq!(human(f64::INFINITY), "more than 1000 days");
+        assert_eq!(human(f64::NAN), "an unknown time");
     }
 }

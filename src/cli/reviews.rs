@@ -349,7 +349,7 @@ pub(crate) struct IometerArgs {
     /// Span the random commands cover; it is filled sequentially first.
     #[arg(long, default_value = "1GiB")]
     span: ByteSize,
-    /// Commands per queue depth and direction.
+    /// Commands per queue depth and direction (at most 100000000).
     #[arg(long, default_value_t = 20_000)]
     ops: u64,
     /// Write the IOPS-against-queue-depth chart into DIR/iometer.svg.
@@ -380,6 +380,13 @@ pub(crate) fn iometer(args: IometerArgs) -> Result<(), Failure> {
     let (data, _) = args.data.spec()?;
     if args.ops == 0 {
         return Err(Failure::Usage("--ops: must be at least 1".into()));
+    }
+    if args.ops > review::IOMETER_MAX_OPS {
+        return Err(Failure::Usage(format!(
+            "--ops {} is more than {} commands per point, the most a run takes (it would not finish)",
+            args.ops,
+            review::IOMETER_MAX_OPS
+        )));
     }
     let (mut drive, _lock) = build(&args.drive, Reads::Timing, args.image.as_deref(), 1)?;
     let seed = drive.config().seed;
@@ -486,12 +493,8 @@ pub(crate) fn torture(args: TortureArgs) -> Result<(), Failure> {
     if args.qd == 0 || args.zones == 0 {
         return Err(Failure::Usage("--qd and --zones must be at least 1".into()));
     }
-    let duration = match args.drive_writes {
-        Some(x) if x.is_finite() && x >= 0.0 => Duration::DriveWrites(x),
-        Some(x) => return Err(Failure::Usage(format!("--drive-writes {x} must be a non-negative number"))),
-        None if args.minutes.is_finite() && args.minutes >= 0.0 => Duration::Minutes(args.minutes),
-        None => return Err(Failure::Usage(format!("--minutes {} must be a non-negative number", args.minutes))),
-    };
+    let duration = args.drive_writes.map_or(Duration::Minutes(args.minutes), Duration::DriveWrites);
+    duration.validate().map_err(Failure::usage)?;
     super::estimate::announce(
         &format!("torture of the {} {} (fill, 4 HD Tach passes, torture)", ByteSize(cfg.logical_bytes), cfg.name),
         super::estimate::torture_secs(cfg.logical_bytes, args.drive_writes, args.minutes),

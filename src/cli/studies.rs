@@ -9,6 +9,7 @@ use serde::Serialize;
 use duraflash::config::overrides::Capacity;
 use duraflash::config::{DriveConfig, GcPolicy, Media};
 use duraflash::host::smart::Smart;
+use duraflash::lab::check_drive_writes;
 use duraflash::lab::plot;
 use duraflash::lab::sweep::{self as sw, Grid, SweepRun};
 
@@ -67,11 +68,10 @@ pub(crate) fn corpus(args: CorpusArgs) -> Result<(), Failure> {
         }
         return Ok(());
     }
-    if !(args.share > 0.0 && args.share <= 1.0) {
-        return Err(Failure::Usage(format!("--share {} must be in (0, 1]", args.share)));
-    }
     // The drive and the copy each speed test runs on.
     let cfg = args.drive.build_held(Reads::Timing, 2).map_err(Failure::Usage)?;
+    let spec = CorpusSpec { share: args.share, precondition: args.precondition, measure: args.measure, seed: cfg.seed };
+    spec.validate(&cfg).map_err(Failure::usage)?;
     let names = if args.corpora.is_empty() {
         Corpus::names(&dir).map_err(|e| Failure::Usage(e.to_string()))?
     } else {
@@ -82,7 +82,6 @@ pub(crate) fn corpus(args: CorpusArgs) -> Result<(), Failure> {
         .map(|n| Corpus::load(n, &dir))
         .collect::<Result<_, _>>()
         .map_err(|e| Failure::Usage(e.to_string()))?;
-    let spec = CorpusSpec { share: args.share, precondition: args.precondition, measure: args.measure, seed: cfg.seed };
     let mut reports = Vec::new();
     for (i, c) in corpora.iter().enumerate() {
         let phase = format!("{} ({}/{})", c.name, i + 1, corpora.len());
@@ -262,11 +261,8 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<(), Failure> {
         workload: args.workload.clone(),
     };
     grid.validate().map_err(Failure::usage)?;
-    for (flag, v) in [("--precondition", args.precondition), ("--measure", args.measure)] {
-        if !(v.is_finite() && v >= 0.0) || (flag == "--measure" && v == 0.0) {
-            return Err(Failure::Usage(format!("{flag} {v} must be a positive number of drive-writes")));
-        }
-    }
+    check_drive_writes("--precondition", args.precondition, true).map_err(Failure::usage)?;
+    check_drive_writes("--measure", args.measure, false).map_err(Failure::usage)?;
     let mut base = DriveConfig::preset(&args.preset).map_err(|e| Failure::Usage(format!("--preset: {e}")))?;
     base = args.capacity.apply(base).map_err(|e| Failure::Usage(format!("--capacity: {e}")))?;
     base.media = args.media;

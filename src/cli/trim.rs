@@ -13,6 +13,7 @@ use duraflash::host::smart::Smart;
 use duraflash::lab::optimizer::{self, OptimizerReport};
 use duraflash::lab::plot::{LineChart, Series};
 use duraflash::lab::raid::{self, RaidReport, RaidSpec};
+use duraflash::lab::torture::Duration;
 use duraflash::{ByteSize, Drive};
 
 use super::output::{emit, size_label, with_phases, PlotDir, Provenance};
@@ -82,9 +83,7 @@ pub(crate) fn raid(args: RaidArgs) -> Result<(), Failure> {
     if args.zones == 0 {
         return Err(Failure::Usage("--zones: must be at least 1".into()));
     }
-    if !(args.minutes.is_finite() && args.minutes >= 0.0) {
-        return Err(Failure::Usage(format!("--minutes {} must be a non-negative number", args.minutes)));
-    }
+    Duration::Minutes(args.minutes).validate().map_err(Failure::usage)?;
     let RaidProtocol::Torture = args.protocol;
     // Check the layout before running anything: bad counts and stripes are usage errors.
     Layout::new(args.level, args.members, args.stripe.0, cfg.logical_bytes, u64::from(cfg.unit_bytes))

@@ -16,7 +16,7 @@ use crate::content::pattern::DataSpec;
 use crate::device::{Drive, Footprint};
 use crate::lab::plot::{LineChart, Series};
 use crate::lab::wa::{self, Speed, WaSpec};
-use crate::lab::StudyError;
+use crate::lab::{check_drive_writes, StudyError, MAX_DRIVE_WRITES};
 use crate::units::ByteSize;
 use crate::workload::access::Access;
 
@@ -96,6 +96,25 @@ pub struct BenchSpec {
     pub min_measured_writes: u64,
     /// Seed.
     pub seed: u64,
+}
+
+impl BenchSpec {
+    /// Checks the spec against a drive built from `config`, naming the bad
+    /// flag: drive-writes within [`MAX_DRIVE_WRITES`], `--min-writes` too.
+    pub fn validate(&self, config: &DriveConfig) -> Result<(), StudyError> {
+        check_drive_writes("--precondition", self.precondition, true)?;
+        check_drive_writes("--measure", self.measure, false)?;
+        let most = (MAX_DRIVE_WRITES * config.logical_units() as f64) as u64;
+        if self.min_measured_writes > most {
+            return Err(StudyError::BadSpec(format!(
+                "--min-writes {} is more than {MAX_DRIVE_WRITES} drive-writes of the {} drive ({most} writes), the \
+                 most a run takes (it would not finish)",
+                self.min_measured_writes,
+                ByteSize(config.logical_bytes)
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// `preset` at `size` (`full`, or a size such as `16GiB`) with exactly

@@ -45,6 +45,27 @@ pub struct CorpusSpec {
     pub seed: u64,
 }
 
+impl CorpusSpec {
+    /// The WA study each corpus runs on a drive of `unit`-byte units.
+    fn wa_spec(&self, unit: u64) -> WaSpec {
+        WaSpec {
+            access: Access::Uniform,
+            request_bytes: unit,
+            data: crate::content::pattern::DataSpec::incompressible(),
+            trim_pct: 0,
+            span: self.share,
+            precondition: self.precondition,
+            measure: self.measure,
+        }
+    }
+
+    /// Checks the spec against a drive built from `config`, naming the
+    /// bad flag (`--share`, `--precondition`, `--measure`).
+    pub fn validate(&self, config: &DriveConfig) -> Result<(), StudyError> {
+        self.wa_spec(u64::from(config.unit_bytes)).validate(config)
+    }
+}
+
 /// One corpus's results.
 #[derive(Clone, Debug, Serialize)]
 pub struct CorpusReport {
@@ -115,15 +136,7 @@ pub fn run(
     let unit = config.unit_bytes as usize;
     let mut drive = Drive::new(config.clone())?;
     let span_bytes = (config.logical_bytes as f64 * spec.share) as u64 / unit as u64 * unit as u64;
-    let wa = WaSpec {
-        access: Access::Uniform,
-        request_bytes: unit as u64,
-        data: crate::content::pattern::DataSpec::incompressible(),
-        trim_pct: 0,
-        span: spec.share,
-        precondition: spec.precondition,
-        measure: spec.measure,
-    };
+    let wa = spec.wa_spec(unit as u64);
     let mut content = corpus.content(unit, span_bytes / unit as u64, 0);
     let report = run_with(&mut drive, &wa, content.as_mut(), spec.seed, progress)?;
     drive.check_invariants()?;

@@ -26,6 +26,29 @@ pub mod sweep;
 pub mod torture;
 pub mod wa;
 
+/// Most drive-writes one phase of a study may ask for (`--precondition`,
+/// `--measure`, `--drive-writes`): a thousand overwrites of the whole drive
+/// age it far past steady state (the studies take 1 to 3). At the 0.9 M
+/// NAND writes a second the full-scale WA run measured (docs/cli.md), a
+/// thousand at WAF 4 take about 20 minutes on the 1 GiB default and three
+/// days on the whole 240 GB drive; more is refused, not run for ever.
+pub const MAX_DRIVE_WRITES: f64 = 1000.0;
+
+/// Checks `value` drive-writes given as `flag`: a finite number, positive
+/// (or zero where `zero_ok`), at most [`MAX_DRIVE_WRITES`].
+pub fn check_drive_writes(flag: &str, value: f64, zero_ok: bool) -> Result<(), StudyError> {
+    let least = if zero_ok { "non-negative" } else { "positive" };
+    if !(value.is_finite() && (value > 0.0 || zero_ok && value == 0.0)) {
+        return Err(StudyError::BadSpec(format!("{flag} {value:?} must be a {least} number of drive-writes")));
+    }
+    if value > MAX_DRIVE_WRITES {
+        return Err(StudyError::BadSpec(format!(
+            "{flag} {value:?} is more than {MAX_DRIVE_WRITES} drive-writes, the most a run takes (it would not finish)"
+        )));
+    }
+    Ok(())
+}
+
 /// What a study can fail with: a spec it cannot run (the CLI reports these
 /// as usage errors where the user gave the spec), a workload or command
 /// that failed, a file it could not read or write, or a drive that broke

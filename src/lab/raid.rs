@@ -13,7 +13,7 @@ use crate::device::Drive;
 use crate::host::raid::{Array, Layout, Level, TrimPolicy};
 use crate::host::smart::Smart;
 use crate::host::BlockDevice;
-use crate::lab::torture::{format_trim, pause};
+use crate::lab::torture::{format_trim, pause, Duration};
 use crate::lab::StudyError;
 use crate::workload::access::{Distribution, Rw};
 use crate::workload::job::{fill_spec, run_job, JobSpec, Limit};
@@ -155,6 +155,7 @@ pub fn raid(
     spec: &RaidSpec,
     progress: &mut dyn FnMut(&str, f64),
 ) -> Result<RaidReport, StudyError> {
+    Duration::Minutes(spec.minutes).validate()?;
     let new_drive = || Drive::new(member.clone());
     let drives = (0..spec.members).map(|_| new_drive()).collect::<Result<Vec<_>, _>>()?;
     let mut array = Array::new(spec.level, spec.stripe_bytes, spec.driver, drives)?;

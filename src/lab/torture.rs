@@ -17,7 +17,7 @@ use crate::firmware::DSM_MAX_SECTORS;
 use crate::host::smart::Smart;
 use crate::host::{BlockDevice, HostQueue};
 use crate::lab::plot::{LineChart, Series};
-use crate::lab::StudyError;
+use crate::lab::{check_drive_writes, StudyError};
 use crate::units::Lba;
 use crate::workload::access::{Distribution, Rw};
 use crate::workload::job::{fill_spec, run_job, JobResult, JobSpec, Limit};
@@ -81,6 +81,31 @@ pub enum Duration {
     Minutes(f64),
     /// Drive-writes of 4 KiB random writes.
     DriveWrites(f64),
+}
+
+/// Most simulated minutes of torture (`--minutes`, on the full-size drive):
+/// about a week. At the 1.5 drive-writes per 20 minutes compressible data
+/// gets on the SF-2281 (docs/sandforce-trim.md) that is some 750
+/// drive-writes, near [`crate::lab::MAX_DRIVE_WRITES`]; the simulated clock (u64
+/// nanoseconds, 584 years) keeps ample headroom.
+pub const MAX_MINUTES: f64 = 10_000.0;
+
+impl Duration {
+    /// Checks the length, naming its flag: finite, not negative, at most
+    /// [`MAX_MINUTES`] or [`crate::lab::MAX_DRIVE_WRITES`].
+    pub fn validate(self) -> Result<(), StudyError> {
+        match self {
+            Duration::DriveWrites(x) => check_drive_writes("--drive-writes", x, true),
+            Duration::Minutes(m) if !(m.is_finite() && m >= 0.0) => {
+                Err(StudyError::BadSpec(format!("--minutes {m:?} must be a non-negative number")))
+            }
+            Duration::Minutes(m) if m > MAX_MINUTES => Err(StudyError::BadSpec(format!(
+                "--minutes {m:?} is more than {MAX_MINUTES} simulated minutes (about a week), the most a torture \
+                 takes (it would not finish)"
+            ))),
+            Duration::Minutes(_) => Ok(()),
+        }
+    }
 }
 
 /// Protocol settings.
@@ -205,6 +230,7 @@ pub fn fill_and_torture(
     seed: u64,
     progress: &mut dyn FnMut(&str, f64),
 ) -> Result<(JobResult, f64), StudyError> {
+    duration.validate()?;
     let capacity = config.logical_bytes;
     let before = drive.stats();
     run_job(drive, &fill_spec(capacity, HDTACH_REQUEST, 32, data, unit_seed(seed, 10)), &mut |f| progress("fill", f))?;

@@ -18,7 +18,7 @@ use crate::device::{Drive, Stats};
 use crate::error::DriveError;
 use crate::host::HostQueue;
 use crate::lab::analytic;
-use crate::lab::StudyError;
+use crate::lab::{check_drive_writes, StudyError};
 use crate::units::{Lba, Lpn, SECTOR_BYTES};
 use crate::workload::access::{Access, SlotStream};
 use crate::workload::batch::WriteBatch;
@@ -70,21 +70,14 @@ impl WaSpec {
         if self.request_bytes > cfg.logical_bytes {
             return Err(StudyError::BadSpec(format!("--bs {} is larger than the drive", self.request_bytes)));
         }
-        if !(self.precondition.is_finite() && self.precondition >= 0.0) {
-            return Err(StudyError::BadSpec(format!(
-                "--precondition {} must be a non-negative number of drive-writes",
-                self.precondition
-            )));
-        }
-        if !(self.measure.is_finite() && self.measure > 0.0) {
-            return Err(StudyError::BadSpec(format!(
-                "--measure {} must be a positive number of drive-writes",
-                self.measure
-            )));
-        }
+        check_drive_writes("--precondition", self.precondition, true)?;
+        check_drive_writes("--measure", self.measure, false)?;
         if !(self.span > 0.0 && self.span <= 1.0) || (cfg.logical_bytes as f64 * self.span) < self.request_bytes as f64
         {
-            return Err(StudyError::BadSpec(format!("span {} must be in (0, 1] and hold one request", self.span)));
+            return Err(StudyError::BadSpec(format!(
+                "--share {:?} must be in (0, 1] and hold one {}-byte request",
+                self.span, self.request_bytes
+            )));
         }
         let slots = (cfg.logical_bytes as f64 * self.span) as u64 / self.request_bytes;
         self.access.check_slots(slots).map_err(|e| {
