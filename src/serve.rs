@@ -147,7 +147,7 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
     }
     if !args.stats_interval.is_finite() || args.stats_interval < 0.0 {
         return Err(Failure::Usage(format!(
-            "--stats-interval: '{}' is not a number of seconds >= 0",
+            "--stats-interval: '{:?}' is not a number of seconds >= 0",
             args.stats_interval
         )));
     }
@@ -155,9 +155,9 @@ pub(crate) fn serve(args: ServeArgs) -> Result<(), Failure> {
         return Err(Failure::Usage("--export: a name of at most 4096 bytes without NUL".into()));
     }
     let interval = Duration::try_from_secs_f64(args.stats_interval)
-        .map_err(|_| Failure::Usage(format!("--stats-interval {}: out of range", args.stats_interval)))?;
+        .map_err(|_| Failure::Usage(format!("--stats-interval {:?}: out of range", args.stats_interval)))?;
     let array = array_flags(&args)?;
-    let members = u32::try_from(args.members).unwrap_or(u32::MAX);
+    let members = crate::cli::bounds::members(args.members)?;
     let cfg = args.drive.build_held(crate::cli::Reads::Data, members).map_err(Failure::Usage)?;
     if let Some(json) = &args.json {
         check_output(

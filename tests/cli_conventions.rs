@@ -358,3 +358,13 @@ fn a_study_with_nothing_to_measure_is_refused_up_front() {
     usage_error(&["wa", "--capacity", "16MiB", "--trim-pct", "100"], &["--trim-pct 100", "0 to 99"]);
     usage_error(&["sweep", "--capacity", "64MiB", "--trim-pct", "0,100"], &["--trim-pct", "0 to 99"]);
 }
+
+#[test]
+fn a_span_beyond_the_drive_is_refused_as_runs_size_is() {
+    usage_error(&["atto", "--capacity", "16MiB", "--span", "1T"], &["--span 1.00 TiB", "16.00 MiB"]);
+    usage_error(&["iometer", "--capacity", "16MiB", "--span", "1T"], &["--span 1.00 TiB", "16.00 MiB"]);
+    usage_error(&["torture", "--capacity", "16MiB", "--atto", "1T"], &["--atto 1.00 TiB", "16.00 MiB"]);
+    // The default spans (256 MiB, 1 GiB) fit a smaller drive by covering all of it.
+    let v = json(&duraflash(&["iometer", "--capacity", "16MiB", "--ops", "100", "--quiet", "--json", "-"]));
+    assert_eq!(v["span"], 16u64 << 20);
+}

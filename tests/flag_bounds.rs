@@ -7,6 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const U64_MAX: &str = "18446744073709551615";
+const U32_MAX: &str = "4294967295";
 
 /// Runs `args` for at most 60 s; exit 2 with one stderr line containing
 /// every needle.
@@ -67,6 +68,16 @@ fn run_lengths_past_their_bound_or_not_numbers_are_refused_naming_the_flag() {
 fn a_corpus_length_or_share_it_cannot_run_is_a_usage_error() {
     refused(&["corpus", "alice29", "--capacity", "16MiB", "--measure", "0"], &["--measure", "positive"]);
     refused(&["corpus", "alice29", "--capacity", "16MiB", "--share", "1e-300"], &["--share 1e-300"]);
+}
+
+#[test]
+fn counts_the_drive_cannot_hold_are_usage_errors() {
+    let raid = ["raid", "--level", "0", "--members", "2", "--driver", "rst-11.2", "--capacity", "16MiB"];
+    refused(&["torture", "--capacity", "16MiB", "--zones", U32_MAX], &["--zones", "at most 128"]);
+    refused(&[&raid[..], &["--zones", U32_MAX]].concat(), &["--zones"]);
+    refused(&["raid", "--level", "0", "--members", U64_MAX, "--driver", "rst-11.2"], &["--members"]);
+    // Named as written, not spelled out in 300 digits.
+    refused(&["serve", "--capacity", "16MiB", "--stats-interval", "1e300"], &["--stats-interval 1e300: out of range"]);
 }
 
 #[test]

@@ -22,6 +22,7 @@ use duraflash::{ByteSize, Drive};
 use output::emit;
 
 pub(crate) mod bench;
+pub(crate) mod bounds;
 pub(crate) mod estimate;
 pub(crate) mod fio;
 pub(crate) mod output;

@@ -238,10 +238,7 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<(), Failure> {
                     "--image: an array's members have no image; drop --members or --image".into(),
                 ));
             }
-            let cfg = args
-                .drive
-                .build_held(Reads::Data, u32::try_from(members).unwrap_or(u32::MAX))
-                .map_err(Failure::Usage)?;
+            let cfg = args.drive.build_held(Reads::Data, super::bounds::members(members)?).map_err(Failure::Usage)?;
             let drives =
                 (0..members).map(|_| Drive::new(cfg.clone())).collect::<Result<Vec<_>, _>>().map_err(Failure::usage)?;
             let mut array = Array::new(level, args.stripe.0, driver, drives).map_err(Failure::usage)?;

@@ -17,6 +17,7 @@ use duraflash::workload::job::{fill_spec, run_job};
 use duraflash::workload::review::{self, AttoPoint, HdTach, IometerPoint};
 use duraflash::ByteSize;
 
+use super::bounds;
 use super::output::{build, emit, name, on_off, size_label, with_phases, with_progress, PlotDir, Provenance};
 use super::{open_drive, parse_access, parse_pct, save_image, DataArgs, DriveArgs, Failure, Output, Reads};
 
@@ -209,18 +210,9 @@ pub(crate) fn hdtach(args: HdtachArgs) -> Result<(), Failure> {
     args.out.start(&[("--image", args.image.as_deref()), ("--config", args.drive.config.as_deref())])?;
     let plots = PlotDir::open(&args.plot, args.out.quiet)?;
     let (data, _) = args.data.spec()?;
-    if args.zones == 0 {
-        return Err(Failure::Usage("--zones: must be at least 1".into()));
-    }
     let (mut drive, _lock) = build(&args.drive, Reads::Timing, args.image.as_deref(), 2)?;
     let seed = drive.config().seed;
-    if u64::from(args.zones) * review::HDTACH_REQUEST > drive.config().logical_bytes {
-        return Err(Failure::Usage(format!(
-            "--zones {}: the drive is too small for that many zones of one {}-byte request",
-            args.zones,
-            review::HDTACH_REQUEST
-        )));
-    }
+    bounds::zones(args.zones, review::HDTACH_REQUEST, drive.config().logical_bytes)?;
     if args.fill {
         let cap = drive.config().logical_bytes;
         let spec = fill_spec(cap, review::HDTACH_REQUEST, 32, data, seed);
@@ -267,9 +259,10 @@ pub(crate) fn hdtach(args: HdtachArgs) -> Result<(), Failure> {
 pub(crate) struct AttoArgs {
     #[command(flatten)]
     drive: DriveArgs,
-    /// Span written and read at each transfer size.
-    #[arg(long, default_value = "256MiB")]
-    span: ByteSize,
+    /// Span written and read at each transfer size, at most the drive
+    /// [default: 256MiB, or the whole drive when smaller]
+    #[arg(long)]
+    span: Option<ByteSize>,
     /// Write the ATTO chart (MB/s against transfer size) into DIR/atto.svg.
     #[arg(long, value_name = "DIR")]
     plot: Option<PathBuf>,
@@ -292,15 +285,15 @@ pub(crate) struct AttoOutput<'a> {
 pub(crate) fn atto(args: AttoArgs) -> Result<(), Failure> {
     args.out.start(&[("--image", args.image.as_deref()), ("--config", args.drive.config.as_deref())])?;
     let plots = PlotDir::open(&args.plot, args.out.quiet)?;
-    if args.span.0 < review::ATTO_SIZES[0] {
-        return Err(Failure::Usage(format!("--span {}: must hold at least one 512-byte transfer", args.span.0)));
+    if let Some(span) = args.span.filter(|s| s.0 < review::ATTO_SIZES[0]) {
+        return Err(Failure::Usage(format!("--span {}: must hold at least one 512-byte transfer", span.0)));
     }
     let (drive, _lock) = build(&args.drive, Reads::Data, args.image.as_deref(), 2)?;
-    let seed = drive.config().seed;
-    let points =
-        with_progress(&args.out, "atto", |p| review::atto(&drive, args.span.0, seed, p)).map_err(Failure::run)?;
+    let (seed, capacity) = (drive.config().seed, drive.config().logical_bytes);
+    let span = args.span.map_or(Ok(review::ATTO_SPAN.min(capacity)), |s| bounds::within("--span", s.0, capacity))?;
+    let points = with_progress(&args.out, "atto", |p| review::atto(&drive, span, seed, p)).map_err(Failure::run)?;
     let chart = LineChart {
-        title: format!("ATTO: {} (QD {}, {} span)", drive.config().name, review::ATTO_QD, args.span),
+        title: format!("ATTO: {} (QD {}, {} span)", drive.config().name, review::ATTO_QD, ByteSize(span)),
         x_label: "transfer size".into(),
         y_label: "MB/s".into(),
         series: vec![
@@ -330,12 +323,7 @@ pub(crate) fn atto(args: AttoArgs) -> Result<(), Failure> {
     emit(
         &args.out,
         &summary,
-        &AttoOutput {
-            provenance: Provenance::new(&cfg),
-            span: args.span.0,
-            queue_depth: review::ATTO_QD,
-            sizes: &points,
-        },
+        &AttoOutput { provenance: Provenance::new(&cfg), span, queue_depth: review::ATTO_QD, sizes: &points },
         &[("", Smart::of(&drive))],
     )
 }
@@ -346,9 +334,10 @@ pub(crate) struct IometerArgs {
     drive: DriveArgs,
     #[command(flatten)]
     data: DataArgs,
-    /// Span the random commands cover; it is filled sequentially first.
-    #[arg(long, default_value = "1GiB")]
-    span: ByteSize,
+    /// Span the random commands cover, at most the drive; it is filled sequentially first
+    /// [default: 1GiB, or the whole drive when smaller]
+    #[arg(long)]
+    span: Option<ByteSize>,
     /// Commands per queue depth and direction (at most 100000000).
     #[arg(long, default_value_t = 20_000)]
     ops: u64,
@@ -389,10 +378,10 @@ pub(crate) fn iometer(args: IometerArgs) -> Result<(), Failure> {
         )));
     }
     let (mut drive, _lock) = build(&args.drive, Reads::Timing, args.image.as_deref(), 1)?;
-    let seed = drive.config().seed;
-    let span = args.span.0.min(drive.config().logical_bytes);
+    let (seed, capacity) = (drive.config().seed, drive.config().logical_bytes);
+    let span = args.span.map_or(Ok(review::IOMETER_SPAN.min(capacity)), |s| bounds::within("--span", s.0, capacity))?;
     if span < IOMETER_FILL_REQUEST {
-        return Err(Failure::Usage(format!("--span {}: must be at least {IOMETER_FILL_REQUEST} bytes", args.span.0)));
+        return Err(Failure::Usage(format!("--span {span}: must be at least {IOMETER_FILL_REQUEST} bytes")));
     }
     let fill = fill_spec(span, IOMETER_FILL_REQUEST, 32, data, seed);
     with_progress(&args.out, "fill", |p| run_job(&mut drive, &fill, p)).map_err(Failure::run)?;
@@ -490,9 +479,11 @@ pub(crate) fn torture(args: TortureArgs) -> Result<(), Failure> {
     // The protocol reads only for timing: the write sweeps run on copies,
     // so it holds two drives at once.
     let cfg = args.drive.build_held(Reads::Timing, 2).map_err(Failure::Usage)?;
-    if args.qd == 0 || args.zones == 0 {
-        return Err(Failure::Usage("--qd and --zones must be at least 1".into()));
+    if args.qd == 0 {
+        return Err(Failure::Usage("--qd must be at least 1".into()));
     }
+    bounds::zones(args.zones, review::HDTACH_REQUEST, cfg.logical_bytes)?;
+    let atto_span = args.atto.map(|s| bounds::within("--atto", s.0, cfg.logical_bytes)).transpose()?;
     let duration = args.drive_writes.map_or(Duration::Minutes(args.minutes), Duration::DriveWrites);
     duration.validate().map_err(Failure::usage)?;
     super::estimate::announce(
@@ -505,15 +496,7 @@ pub(crate) fn torture(args: TortureArgs) -> Result<(), Failure> {
         TortureDataArg::PseudoRandom => TortureData::PseudoRandom,
         TortureDataArg::Incompressible => TortureData::Incompressible,
     };
-    let spec = TortureSpec {
-        data,
-        duration,
-        qd: args.qd,
-        span: 1.0,
-        zones: args.zones,
-        atto_span: args.atto.map(|s| s.0),
-        seed: cfg.seed,
-    };
+    let spec = TortureSpec { data, duration, qd: args.qd, span: 1.0, zones: args.zones, atto_span, seed: cfg.seed };
     let started = (cpu_time::ProcessTime::now(), std::time::Instant::now());
     if args.profile {
         duraflash::profile::enable();

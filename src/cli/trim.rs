@@ -14,10 +14,12 @@ use duraflash::lab::optimizer::{self, OptimizerReport};
 use duraflash::lab::plot::{LineChart, Series};
 use duraflash::lab::raid::{self, RaidReport, RaidSpec};
 use duraflash::lab::torture::Duration;
+use duraflash::units::SECTOR_BYTES;
+use duraflash::workload::review::HDTACH_REQUEST;
 use duraflash::{ByteSize, Drive};
 
 use super::output::{emit, size_label, with_phases, PlotDir, Provenance};
-use super::{parse_capacity, DriveArgs, Failure, Output, Reads};
+use super::{bounds, parse_capacity, DriveArgs, Failure, Output, Reads};
 
 #[derive(Args)]
 pub(crate) struct RaidArgs {
@@ -78,16 +80,15 @@ pub(crate) struct RaidOutput<'a> {
 pub(crate) fn raid(args: RaidArgs) -> Result<(), Failure> {
     args.out.start(&[("--config", args.drive.config.as_deref())])?;
     let plots = PlotDir::open(&args.plot, args.out.quiet)?;
-    let members = u32::try_from(args.members).unwrap_or(u32::MAX);
-    let cfg = args.drive.build_held(Reads::Timing, members).map_err(Failure::Usage)?;
-    if args.zones == 0 {
-        return Err(Failure::Usage("--zones: must be at least 1".into()));
-    }
+    let cfg = args.drive.build_held(Reads::Timing, bounds::members(args.members)?).map_err(Failure::Usage)?;
     Duration::Minutes(args.minutes).validate().map_err(Failure::usage)?;
     let RaidProtocol::Torture = args.protocol;
     // Check the layout before running anything: bad counts and stripes are usage errors.
-    Layout::new(args.level, args.members, args.stripe.0, cfg.logical_bytes, u64::from(cfg.unit_bytes))
+    let layout = Layout::new(args.level, args.members, args.stripe.0, cfg.logical_bytes, u64::from(cfg.unit_bytes))
         .map_err(|e| Failure::Usage(e.to_string()))?;
+    // HD Tach runs on one member and on the array, in stripe rows.
+    bounds::zones(args.zones, HDTACH_REQUEST, cfg.logical_bytes)?;
+    bounds::zones(args.zones, args.stripe.0 * layout.columns as u64, layout.sectors() * SECTOR_BYTES)?;
     let spec = RaidSpec {
         level: args.level,
         members: args.members,
@@ -122,7 +123,7 @@ pub(crate) fn raid(args: RaidArgs) -> Result<(), Failure> {
         "read MB/s",
         "write MB/s",
         size_label(r.request_bytes),
-        size_label(duraflash::workload::review::HDTACH_REQUEST)
+        size_label(HDTACH_REQUEST)
     );
     for (name, m) in [
         ("one member, clean", &r.single),

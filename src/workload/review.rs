@@ -46,6 +46,8 @@ pub const ATTO_SPAN: u64 = 256 << 20;
 pub const ATTO_COMPRESS_PCT: u8 = 90;
 /// IOmeter's queue depths.
 pub const IOMETER_QDS: [u32; 4] = [1, 3, 32, 64];
+/// IOmeter's default span: the first GiB.
+pub const IOMETER_SPAN: u64 = 1 << 30;
 /// Most commands per IOmeter point: 5,000 times the CLI's 20,000. The
 /// eight points of it take about an hour at the 0.26 M commands a wall
 /// second a 64 MiB drive ran on a busy 2-core machine; more would not finish.
