@@ -275,7 +275,18 @@ fn cli_replays_with_json_and_plot_deterministically() {
 fn cli_errors_name_the_problem() {
     let trace = data_dir().join("trace-spc.csv");
     let t = trace.to_str().unwrap();
+    // A malformed record deep in a gzip trace: a failed run (data, not a
+    // flag: docs/traces.md), named by file and line.
+    let msr = std::fs::read_to_string(data_dir().join("trace-msr.csv")).unwrap();
+    let bad: String = msr.lines().take(3).map(|l| format!("{l}\n")).collect::<String>() + "1,hm,1,Write,x,512,1\n";
+    let gz = std::env::temp_dir().join(format!("duraflash-bad-line-{}.csv.gz", std::process::id()));
+    let mut enc = flate2::write::GzEncoder::new(std::fs::File::create(&gz).unwrap(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut enc, bad.as_bytes()).unwrap();
+    enc.finish().unwrap();
+    let g = gz.to_str().unwrap();
+    let gz_line = format!("{g}: line 4: field `Offset`: 'x' is not a valid number");
     for (args, code, want) in [
+        (vec!["replay", g, "--capacity", "64MiB"], 1, gz_line.as_str()),
         (vec!["replay", t, "--format", "csv"], 2, "msr, blkparse, fiu, spc"),
         (vec!["replay", t, "--fiu-block", "1024"], 2, "512 or 4096"),
         (vec!["replay", t, "--qd", "0"], 2, "--qd"),
@@ -292,6 +303,7 @@ fn cli_errors_name_the_problem() {
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: {err}");
     }
+    std::fs::remove_file(gz).ok();
 }
 
 proptest! {
