@@ -62,6 +62,7 @@ fn run_lengths_past_their_bound_or_not_numbers_are_refused_naming_the_flag() {
     refused(&["bench", "--sizes", "1GiB", "--min-writes", U64_MAX], &["--min-writes", "1000 drive-writes"]);
     refused(&["iometer", "--capacity", "16MiB", "--ops", U64_MAX], &["--ops", "100000000"]);
     refused(&["iometer", "--capacity", "16MiB", "--ops", "0"], &["--ops"]);
+    refused(&["soak", "--capacity", "16MiB", "--ops", U64_MAX], &["--ops", "1000000000"]);
 }
 
 #[test]

@@ -162,7 +162,7 @@ pub(crate) fn bench(args: BenchArgs) -> Result<(), Failure> {
 pub(crate) struct SoakArgs {
     #[command(flatten)]
     drive: DriveArgs,
-    /// Operations to run.
+    /// Operations to run (at most 1000000000, about six hours).
     #[arg(long, default_value_t = 10_000_000)]
     ops: u64,
     /// Run the invariant checker every N operations (0: only at the end).
@@ -181,6 +181,13 @@ pub(crate) struct SoakArgs {
 
 pub(crate) fn soak(args: SoakArgs) -> Result<(), Failure> {
     args.out.start(&[("--image", args.image.as_deref()), ("--config", args.drive.config.as_deref())])?;
+    if args.ops > soak::MAX_OPS {
+        return Err(Failure::Usage(format!(
+            "--ops {}: at most {} operations, about six hours; run longer soaks as a loop on one --image",
+            args.ops,
+            soak::MAX_OPS
+        )));
+    }
     let cfg = args.drive.build(Reads::Data).map_err(Failure::Usage)?;
     if cfg.media != Media::Memory {
         return Err(Failure::Usage("--media: soak verifies reads, so it needs memory media".into()));

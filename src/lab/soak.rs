@@ -18,6 +18,11 @@ use crate::device::{Drive, Stats};
 use crate::lab::StudyError;
 use crate::units::{Lba, Lpn};
 
+/// Most operations of one soak: 100 times the CLI's default 10 M, about
+/// six hours at the 47 k operations a wall second a 1 GiB drive ran on a
+/// busy 2-core machine; longer soaks are a loop of runs on one `--image`.
+pub const MAX_OPS: u64 = 1_000_000_000;
+
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct SoakSpec {
