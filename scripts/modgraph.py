@@ -19,7 +19,7 @@ SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
 # Lowest first. A module may import only modules of a lower layer, or of its
 # own layer when the edge keeps the graph acyclic.
 LAYERS = [
-    ["units", "error", "huge_pages", "profile"],
+    ["units", "error", "huge_pages", "profile", "input"],
     ["timing", "firmware", "config"],
     ["nand", "image"],
     ["ftl", "datapath", "content"],

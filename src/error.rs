@@ -6,6 +6,8 @@
 
 use thiserror::Error;
 
+use crate::input::Shown;
+
 /// A configuration that cannot describe a drive.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum ConfigError {
@@ -13,10 +15,10 @@ pub enum ConfigError {
     #[error("invalid config field `{field}`: {reason}")]
     Invalid { field: &'static str, reason: String },
     /// A preset name that is not built in; `valid` lists those that are.
-    #[error("unknown preset '{name}' (valid: {})", valid.join(", "))]
+    #[error("unknown preset '{}' (valid: {})", Shown::new(name), valid.join(", "))]
     UnknownPreset { name: String, valid: &'static [&'static str] },
     /// A firmware profile name that is not built in; `valid` lists those that are.
-    #[error("unknown firmware '{name}' (valid: {})", valid.join(", "))]
+    #[error("unknown firmware '{}' (valid: {})", Shown::new(name), valid.join(", "))]
     UnknownFirmware { name: String, valid: &'static [&'static str] },
     /// A TOML file that does not parse into a config.
     #[error("cannot parse drive config: {0}")]

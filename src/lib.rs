@@ -78,6 +78,7 @@ pub mod ftl;
 pub mod host;
 pub mod huge_pages;
 pub mod image;
+pub mod input;
 pub mod lab;
 pub mod nand;
 pub mod nbd;

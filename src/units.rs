@@ -12,6 +12,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ConfigError;
+use crate::input::Shown;
 
 /// Bytes in one host sector (the unit of [`Lba`]).
 pub const SECTOR_BYTES: u64 = 512;
@@ -201,10 +202,11 @@ impl FromStr for ByteSize {
 
     fn from_str(s: &str) -> Result<Self, String> {
         let s = s.trim();
+        let shown = Shown::new(s);
         let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
         let (num, suffix) = s.split_at(split);
         if num.is_empty() {
-            return Err(format!("'{s}' is not a size (examples: 4096, 4k, 64MiB, 240GB)"));
+            return Err(format!("'{shown}' is not a size (examples: 4096, 4k, 64MiB, 240GB)"));
         }
         let mult: u64 = match suffix.trim() {
             "" | "b" | "B" => 1,
@@ -218,20 +220,22 @@ impl FromStr for ByteSize {
             "TB" => 1_000_000_000_000,
             other => {
                 return Err(format!(
-                    "unknown size suffix '{other}' in '{s}' (use B, k/KiB, KB, M/MiB, MB, G/GiB, GB, T/TiB, TB)"
+                    "unknown size suffix '{}' in '{shown}' (use B, k/KiB, KB, M/MiB, MB, G/GiB, GB, T/TiB, TB)",
+                    Shown::new(other)
                 ))
             }
         };
         let value = if num.contains('.') {
-            let f: f64 = num.parse().map_err(|_| format!("'{s}' is not a size (bad number '{num}')"))?;
+            let f: f64 =
+                num.parse().map_err(|_| format!("'{shown}' is not a size (bad number '{}')", Shown::new(num)))?;
             let bytes = f * mult as f64;
             if !bytes.is_finite() || bytes >= u64::MAX as f64 || bytes.fract() != 0.0 {
-                return Err(format!("'{s}' is not a whole number of bytes"));
+                return Err(format!("'{shown}' is not a whole number of bytes"));
             }
             bytes as u64
         } else {
-            let n: u64 = num.parse().map_err(|_| format!("'{s}' is too large"))?;
-            n.checked_mul(mult).ok_or_else(|| format!("'{s}' is too large"))?
+            let n: u64 = num.parse().map_err(|_| format!("'{shown}' is too large"))?;
+            n.checked_mul(mult).ok_or_else(|| format!("'{shown}' is too large"))?
         };
         Ok(ByteSize(value))
     }

@@ -1,6 +1,7 @@
-//! Configurations no machine or model can hold are refused up front with
-//! exit 2 and one line naming the flag or TOML field, never by an
-//! allocation abort or a silently different drive.
+//! Configurations no machine or model can hold, and input files larger
+//! than any real one, are refused up front with exit 2 and one line naming
+//! the flag, TOML field or file, never by an allocation abort or a
+//! silently different drive; what a message echoes of a file is cut short.
 
 use std::process::{Command, Output};
 
@@ -102,4 +103,69 @@ fn a_library_drive_whose_tables_cannot_fit_the_machine_is_refused_not_aborted() 
     }
     // A small one still builds.
     Drive::new(DriveConfig::preset("sf2281-240g").unwrap().scaled(64 << 20).unwrap()).expect("a small drive");
+}
+
+/// `args` run under an address-space limit of 4 GiB, so a regression that
+/// reads a device whole fails with a message instead of eating the machine.
+fn duraflash_capped(args: &[&str]) -> Output {
+    let script = format!("ulimit -v 4194304; exec \"$0\" {}", args.join(" "));
+    Command::new("sh").args(["-c", &script, env!("CARGO_BIN_EXE_duraflash")]).output().unwrap()
+}
+
+#[test]
+fn job_files_configs_and_reports_larger_than_any_real_one_are_refused_naming_the_file_and_the_cap() {
+    let dir = scratch("inputs");
+    let job = tiny_job(&dir);
+    // A 2 GiB sparse job file: refused after its first MiB, not read whole.
+    let sparse = dir.join("sparse.fio");
+    std::fs::File::create(&sparse).unwrap().set_len(2 << 30).unwrap();
+    let sparse = sparse.to_str().unwrap();
+    let started = std::time::Instant::now();
+    let e = usage_error(&duraflash_capped(&["run", sparse, "--capacity", "64MiB"]), sparse);
+    assert!(e.contains("more than the 1 MiB a fio job file may hold"), "{e}");
+    assert!(started.elapsed().as_secs() < 10, "read whole: {:?}", started.elapsed());
+    if cfg!(target_os = "linux") {
+        let e = usage_error(&duraflash_capped(&["run", "/dev/zero"]), "/dev/zero: more than the 1 MiB a fio job file");
+        assert!(!e.contains("out of memory"), "{e}");
+        usage_error(
+            &duraflash_capped(&["run", &job, "--config", "/dev/zero"]),
+            "--config /dev/zero: more than the 1 MiB a drive config may hold",
+        );
+        usage_error(
+            &duraflash_capped(&["compare", "/dev/zero", &job]),
+            "/dev/zero: more than the 64 MiB a reproduce results.json may hold",
+        );
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn echoed_values_are_cut_to_80_characters_with_control_characters_escaped() {
+    let dir = scratch("echo");
+    let cases = [
+        // A line of NULs before any section, a long key, a value with a
+        // terminal escape, a long [drive] preset.
+        ("nul.fio", "\0".repeat(8000)),
+        ("key.fio", format!("[job]\n{}=1\n", "k".repeat(8000))),
+        ("value.fio", format!("[job]\nbs=4{}\n", "\u{1b}[31m".repeat(1000))),
+        ("preset.fio", format!("[drive]\npreset={}\n[job]\nsize=1m\n", "p\u{7}".repeat(2000))),
+    ];
+    for (name, text) in cases {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let e = usage_error(&duraflash(&["run", path.to_str().unwrap(), "--capacity", "64MiB"]), name);
+        assert!(!e.trim_end().chars().any(char::is_control), "{name}: control characters in {e:?}");
+        assert!(e.contains('…') && e.len() < 2000, "{name}: {} bytes: {e}", e.len());
+    }
+    // A line longer than fio reads whole is refused by its length.
+    let path = dir.join("long.fio");
+    std::fs::write(&path, format!("[job]\nbs={}\n", "9".repeat(9000))).unwrap();
+    usage_error(&duraflash(&["run", path.to_str().unwrap()]), "line 2: longer than 8192 bytes");
+    // A TOML config's error is one line, the file's text cut too.
+    let path = dir.join("key.toml");
+    std::fs::write(&path, format!("{}\u{0} = 1\n", "x".repeat(100_000))).unwrap();
+    let job = tiny_job(&dir);
+    let e = usage_error(&duraflash(&["run", &job, "--config", path.to_str().unwrap()]), "line 1, column ");
+    assert!(e.len() < 1000 && !e.trim_end().chars().any(char::is_control), "{e}");
+    std::fs::remove_dir_all(dir).unwrap();
 }

@@ -103,4 +103,25 @@ proptest! {
     fn arbitrary_text_parses_or_fails_cleanly(text in "(?s).{0,300}") {
         let _ = fio::parse(&text);
     }
+
+    /// Whatever a line holds, a message shows a short, escaped excerpt of
+    /// it: one line, no control characters, bounded in length.
+    #[test]
+    fn messages_echo_short_escaped_excerpts(
+        key in prop_oneof![prop::sample::select(keys()).prop_map(str::to_string), "(?s).{0,3000}"],
+        value in "(?s).{0,3000}",
+        section in r"[^\]\n]{0,3000}",
+    ) {
+        let most = fio::FioError::UnsupportedKey { key: String::new(), line: 1 }.to_string().len() + 400;
+        for text in [format!("[job]\n{key}={value}\n"), format!("[{section}]\n[{section}]\n"), format!("[drive]\n{key}")] {
+            let shown: Vec<String> = match fio::parse(&text) {
+                Ok(file) => file.warnings.iter().map(ToString::to_string).collect(),
+                Err(e) => vec![e.to_string()],
+            };
+            for s in shown {
+                prop_assert!(!s.chars().any(char::is_control), "control characters in {s:?}");
+                prop_assert!(s.len() <= most, "{} bytes: {s}", s.len());
+            }
+        }
+    }
 }

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use duraflash::device::Stats;
 use duraflash::host::smart::Smart;
 use duraflash::host::{FioLatency, QueueSummary};
+use duraflash::input::{read_capped, Shown};
 use duraflash::workload::access::Rw;
 use duraflash::workload::fio;
 use duraflash::workload::job::{run_group, JobResult, JobSpec};
@@ -143,8 +144,8 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         ("--image", args.image.as_deref()),
         ("--config", args.drive.config.as_deref()),
     ])?;
-    let text =
-        std::fs::read_to_string(&args.job).map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
+    let text = read_capped(&args.job, fio::MAX_JOB_FILE_BYTES, "fio job file")
+        .map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
     let file = fio::parse(&text).map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
     for w in &file.warnings {
         note!("duraflash: warning: {}: {w}", args.job.display());
@@ -162,7 +163,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
                 args.job.display(),
                 s.line,
                 s.key,
-                s.value
+                Shown::new(&s.value)
             );
         }
     }
@@ -179,7 +180,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
                 args.job.display(),
                 s.line,
                 s.key,
-                s.value,
+                Shown::new(&s.value),
                 text.trim_start_matches(&format!("--{}", s.key)).trim_start_matches([':', ' '])
             )),
             None => Failure::Usage(text),
@@ -196,7 +197,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         return Err(Failure::Usage(format!(
             "{}: job '{}': write_hint needs write stream {} but the drive has {streams} (give --streams {})",
             args.job.display(),
-            job.name,
+            Shown::new(&job.name),
             job.write_hint,
             job.write_hint + 1
         )));

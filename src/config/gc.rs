@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::input::Shown;
+
 use super::{Geometry, DEFAULT_HIGH_WATERMARK, DEFAULT_LOW_WATERMARK};
 
 /// Garbage-collection victim policy. Spelled as on the command line
@@ -46,7 +48,7 @@ impl std::str::FromStr for GcPolicy {
     fn from_str(s: &str) -> Result<Self, String> {
         let count = |name: &str, v: &str| match v.parse::<u32>() {
             Ok(n) if n > 0 => Ok(n),
-            _ => Err(format!("{name} count '{v}' must be a whole number from 1 to {}", u32::MAX)),
+            _ => Err(format!("{name} count '{}' must be a whole number from 1 to {}", Shown::new(v), u32::MAX)),
         };
         match s.split_once(':') {
             Some(("d-choices", d)) => return Ok(GcPolicy::DChoices(count("d-choices", d)?)),
@@ -57,7 +59,7 @@ impl std::str::FromStr for GcPolicy {
             "greedy" => Ok(GcPolicy::Greedy),
             "cost-benefit" => Ok(GcPolicy::CostBenefit),
             "fifo" => Ok(GcPolicy::Fifo),
-            _ => Err(format!("unknown GC policy '{s}' (valid: {})", Self::NAMES.join(", "))),
+            _ => Err(format!("unknown GC policy '{}' (valid: {})", Shown::new(s), Self::NAMES.join(", "))),
         }
     }
 }
@@ -169,9 +171,19 @@ impl std::str::FromStr for StreamInference {
             None if s == "recency" => Self::DEFAULT_WINDOW_MILLI,
             Some(("recency", w)) => match w.parse::<f64>() {
                 Ok(x) if x.is_finite() && (0.001..=1000.0).contains(&x) => (x * 1000.0).round() as u32,
-                _ => return Err(format!("recency window '{w}' must be a number of drive-writes from 0.001 to 1000")),
+                _ => {
+                    return Err(format!(
+                        "recency window '{}' must be a number of drive-writes from 0.001 to 1000",
+                        Shown::new(w)
+                    ))
+                }
             },
-            _ => return Err(format!("unknown stream inference '{s}' (valid: off, recency, recency:WINDOW)")),
+            _ => {
+                return Err(format!(
+                    "unknown stream inference '{}' (valid: off, recency, recency:WINDOW)",
+                    Shown::new(s)
+                ))
+            }
         };
         Ok(StreamInference::Recency { window_milli: window })
     }

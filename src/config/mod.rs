@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ConfigError;
 use crate::firmware::Firmware;
+use crate::input::Shown;
 use crate::timing::TimingParams;
 use crate::units::ByteSize;
 
@@ -24,6 +25,12 @@ pub use presets::{PRESETS, SF2281_ENCODE_BYTES_PER_SEC, SF2281_MAP_CACHE_BYTES, 
 pub use wear::WearConfig;
 
 pub use validate::{MAX_CHANNELS, MAX_DIES_PER_CHANNEL, MAX_PAGES_PER_BLOCK, MAX_PE_CYCLES};
+
+/// The largest drive config file read (1 MiB): a config with every field
+/// written out is under 1 KiB (a preset as TOML), so this leaves room for
+/// any comments while `/dev/zero` or a huge sparse file is refused after
+/// 1 MiB.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// Default mapping unit: 4 KiB, the size the controller compresses and maps.
 pub const DEFAULT_UNIT_BYTES: u32 = 4096;
@@ -93,7 +100,7 @@ impl std::str::FromStr for Media {
         match s {
             "memory" => Ok(Media::Memory),
             "metadata-only" => Ok(Media::MetadataOnly),
-            _ => Err(format!("unknown media '{s}' (valid: memory, metadata-only)")),
+            _ => Err(format!("unknown media '{}' (valid: memory, metadata-only)", Shown::new(s))),
         }
     }
 }
@@ -153,7 +160,7 @@ impl DriveConfig {
 
     /// Reads a config from TOML text and validates it.
     pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
-        let cfg: DriveConfig = toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))?;
+        let cfg: DriveConfig = toml::from_str(text).map_err(|e| ConfigError::Parse(toml_message(text, &e)))?;
         cfg.validate()?;
         Ok(cfg)
     }
@@ -380,6 +387,30 @@ impl DriveConfig {
     }
 }
 
+/// A TOML error as one line: where (line and column), then what, each
+/// piece of the file it quotes (in backticks or double quotes) shortened,
+/// control characters escaped and the whole at most 600 characters (room
+/// for the longest list of expected fields). toml's own display prints
+/// the whole source line, however long, under the message.
+fn toml_message(text: &str, e: &toml::de::Error) -> String {
+    let at = e.span().map_or_else(String::new, |span| {
+        let before = &text.as_bytes()[..span.start.min(text.len())];
+        let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+        let column = String::from_utf8_lossy(&before[line_start..]).chars().count() + 1;
+        format!("line {line}, column {column}: ")
+    });
+    let shorten = |text: &str, quote: &str| -> String {
+        let pieces = text.split(quote).enumerate();
+        pieces
+            .map(|(i, p)| if i % 2 == 1 { Shown::new(p).to_string() } else { p.to_string() })
+            .collect::<Vec<_>>()
+            .join(quote)
+    };
+    let what = shorten(&shorten(e.message().trim(), "`"), "\"");
+    format!("{at}{}", Shown::up_to(&what, 600))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -452,6 +483,22 @@ mod tests {
         let toml = toml::to_string(&DriveConfig::preset("samsung830-64g").unwrap()).unwrap();
         assert_eq!(DriveConfig::from_toml(&toml).unwrap(), DriveConfig::preset("samsung830-64g").unwrap());
         assert!(matches!(DriveConfig::from_toml("name = 3"), Err(ConfigError::Parse(_))));
+    }
+
+    #[test]
+    fn a_toml_error_is_one_line_with_the_file_text_cut_short() {
+        let toml = toml::to_string(&DriveConfig::preset("samsung830-64g").unwrap()).unwrap();
+        let long = "x".repeat(100_000);
+        for (text, start) in [
+            (format!("{long} = 1\n"), "line 1, column 1: unknown field `xxx"),
+            (toml.replace("media = \"memory\"", &format!("media = \"{long}\"")), "line "),
+            (format!("name = \"a\"\nseed = \"{long}\"\n"), "line 2, column 8: invalid type: string \"xxx"),
+        ] {
+            let Err(ConfigError::Parse(message)) = DriveConfig::from_toml(&text) else { panic!("parsed") };
+            assert!(message.starts_with(start), "{message}");
+            assert!(message.len() < 700 && message.contains('…'), "{} bytes: {message}", message.len());
+            assert!(!message.chars().any(char::is_control), "{message:?}");
+        }
     }
 
     #[test]

@@ -13,9 +13,10 @@ use std::str::FromStr;
 
 use thiserror::Error;
 
-use crate::config::{DriveConfig, GcPolicy, Media, Placement, StreamInference};
+use crate::config::{DriveConfig, GcPolicy, Media, Placement, StreamInference, MAX_CONFIG_BYTES};
 use crate::error::ConfigError;
 use crate::firmware::Firmware;
+use crate::input::{read_capped, ReadError, Shown};
 use crate::units::ByteSize;
 
 /// A `--capacity` value.
@@ -78,6 +79,7 @@ pub const MAX_OP: f64 = 10.0;
 /// more is refused as a probable percentage (`7` would be 700 %).
 pub fn parse_op(s: &str) -> Result<f64, String> {
     let t = s.trim();
+    let shown = Shown::new(s);
     let (num, pct) = match t.strip_suffix('%') {
         Some(n) => (n.trim(), true),
         None => (t, false),
@@ -86,18 +88,18 @@ pub fn parse_op(s: &str) -> Result<f64, String> {
         .parse()
         .ok()
         .filter(|v: &f64| v.is_finite())
-        .ok_or_else(|| format!("'{s}' is not an over-provisioning (write 7% or 0.07)"))?;
+        .ok_or_else(|| format!("'{shown}' is not an over-provisioning (write 7% or 0.07)"))?;
     let op = if pct { v / 100.0 } else { v };
     if !pct && v >= 1.0 {
         return Err(format!(
-            "'{s}' would be {:.0} % over-provisioning; for {v} % write {v}% or {}",
+            "'{shown}' would be {:.0} % over-provisioning; for {v} % write {v}% or {}",
             v * 100.0,
             v / 100.0
         ));
     }
     if !(op > 0.0 && op <= MAX_OP) {
         return Err(format!(
-            "'{s}' is outside the accepted range: more than 0 and at most {:.0}% ({MAX_OP})",
+            "'{shown}' is outside the accepted range: more than 0 and at most {:.0}% ({MAX_OP})",
             MAX_OP * 100.0
         ));
     }
@@ -108,12 +110,12 @@ pub fn parse_op(s: &str) -> Result<f64, String> {
 /// command-line flag, that was refused.
 #[derive(Debug, Error)]
 pub enum OverrideError {
-    /// The `--config` file cannot be read.
+    /// The `--config` file cannot be read, or is larger than any config.
     #[error("--config {}: {source}", path.display())]
     ReadConfig {
         path: PathBuf,
         #[source]
-        source: std::io::Error,
+        source: ReadError,
     },
     /// The `--config` file is not a drive config.
     #[error("--config {}: {source}", path.display())]
@@ -223,7 +225,7 @@ impl DriveOverrides {
     fn base(&self) -> Result<DriveConfig, OverrideError> {
         match &self.config {
             Some(path) => {
-                let text = std::fs::read_to_string(path)
+                let text = read_capped(path, MAX_CONFIG_BYTES, "drive config")
                     .map_err(|source| OverrideError::ReadConfig { path: path.clone(), source })?;
                 DriveConfig::from_toml(&text)
                     .map_err(|source| OverrideError::ParseConfig { path: path.clone(), source })

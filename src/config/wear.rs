@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::input::Shown;
+
 /// Wear levelling. Both kinds are off by default (see
 /// `docs/write-amplification.md` for why every preset leaves them off).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,7 +28,7 @@ impl WearConfig {
             "off" => Ok(None),
             _ => match s.parse::<u32>() {
                 Ok(n) if n > 0 => Ok(Some(n)),
-                _ => Err(format!("'{s}' is not off or a P/E spread from 1 to {}", u32::MAX)),
+                _ => Err(format!("'{}' is not off or a P/E spread from 1 to {}", Shown::new(s), u32::MAX)),
             },
         }
     }

@@ -8,6 +8,7 @@ use crate::content::pattern::PatternError;
 use crate::error::{ConfigError, DriveError};
 use crate::host::raid::RaidError;
 use crate::image::ImageError;
+use crate::input::Shown;
 
 pub mod access;
 pub mod batch;
@@ -43,7 +44,7 @@ pub enum WorkloadError {
         source: ImageError,
     },
     /// What failed inside the named job.
-    #[error("job '{job}': {source}")]
+    #[error("job '{}': {source}", Shown::new(job))]
     Job {
         job: String,
         #[source]

@@ -4,6 +4,7 @@
 
 use crate::config::overrides::{parse_op, DriveOverrides};
 use crate::content::pattern::{unit_seed, DataSpec};
+use crate::input::Shown;
 use crate::workload::job::{JobSpec, Limit};
 use crate::workload::WorkloadError;
 
@@ -132,7 +133,7 @@ impl JobFile {
                     let on = match v {
                         "on" | "1" | "true" => true,
                         "off" | "0" | "false" => false,
-                        _ => return Err(bad(format!("'{v}' is not on or off"))),
+                        _ => return Err(bad(format!("'{}' is not on or off", Shown::new(v)))),
                     };
                     if setting.key == "compression" {
                         drive.compression = Some(on);
@@ -141,7 +142,8 @@ impl JobFile {
                     }
                 }
                 other => {
-                    return Err(bad(format!("unknown drive setting '{other}' (valid: {})", DRIVE_KEYS.join(", "))))
+                    let other = Shown::new(other);
+                    return Err(bad(format!("unknown drive setting '{other}' (valid: {})", DRIVE_KEYS.join(", "))));
                 }
             }
         }

@@ -124,6 +124,7 @@ use std::ops::Range;
 
 use thiserror::Error;
 
+use crate::input::Shown;
 pub use crate::workload::access::{Distribution, Rw};
 pub use convert::{Group, Member, DRIVE_KEYS};
 pub use parse::parse;
@@ -133,6 +134,17 @@ mod parse;
 #[cfg(test)]
 mod tests;
 mod values;
+
+/// The largest job file read (1 MiB): fio's largest example job file is
+/// 3.5 KB (`examples/cmdprio-bssplit.fio`) and a hand-written one a few
+/// KB, so this leaves room for a generated file of thousands of jobs while
+/// `/dev/zero` or a huge sparse file is refused after 1 MiB.
+pub const MAX_JOB_FILE_BYTES: u64 = 1 << 20;
+
+/// The longest line [`parse`] takes: fio reads a job file in lines of at
+/// most 8192 bytes (`OPT_LEN_MAX` in its `parse.h`) and splits a longer
+/// one; here it is refused.
+pub const MAX_LINE_BYTES: usize = 8192;
 
 /// The most clones `numjobs` may ask for: each clone keeps its own queue
 /// and write batch in memory (fio's own limit is its thread count).
@@ -250,15 +262,25 @@ pub struct FioWarning {
 
 impl std::fmt::Display for FioWarning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let opt = if self.value.is_empty() { self.key.clone() } else { format!("{}={}", self.key, self.value) };
+        let opt = if self.value.is_empty() {
+            Shown::new(&self.key).to_string()
+        } else {
+            format!("{}={}", Shown::new(&self.key), Shown::new(&self.value))
+        };
         write!(f, "line {}: {opt}: {}; ignored", self.line, self.reason)
     }
 }
 
 /// ", did you mean 'K'?" for the known option closest to `key`, when one
-/// is close enough to be a typo.
+/// is close enough to be a typo. A key more than twice as long as any
+/// known one is no typo of one, and is not compared (the comparison's
+/// cost grows with the key: a 50 MB key took 27 s).
 fn did_you_mean(key: &str) -> String {
     let known = SUPPORTED_KEYS.iter().copied().chain(IGNORED_KEYS.iter().map(|(k, _)| *k));
+    let longest = known.clone().map(str::len).max().unwrap_or(0);
+    if key.len() > 2 * longest {
+        return String::new();
+    }
     known
         .map(|k| (strsim::jaro_winkler(key, k), k))
         .filter(|&(score, _)| score > 0.85)
@@ -271,18 +293,19 @@ fn did_you_mean(key: &str) -> String {
 pub enum FioError {
     /// An option this parser does not implement.
     #[error(
-        "line {line}: unsupported fio option '{key}'{hint} (implemented: {list}; accepted with a warning, as \
+        "line {line}: unsupported fio option '{shown}'{hint} (implemented: {list}; accepted with a warning, as \
          meaningless for a simulated drive: {ignored})",
+        shown = Shown::new(key),
         hint = did_you_mean(key),
         list = SUPPORTED_KEYS.join(", "),
         ignored = IGNORED_KEYS.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ")
     )]
     UnsupportedKey { key: String, line: usize },
     /// A supported option with a value it cannot take.
-    #[error("line {line}: bad value '{value}' for '{key}': {reason}")]
+    #[error("line {line}: bad value '{}' for '{}': {reason}", Shown::new(value), Shown::new(key))]
     BadValue { key: String, value: String, line: usize, reason: String },
     /// An option line above the first `[section]` header.
-    #[error("line {line}: option '{key}' appears before any [section] header")]
+    #[error("line {line}: option '{}' appears before any [section] header", Shown::new(key))]
     KeyOutsideSection { key: String, line: usize },
     /// A line starting with `[` that is not a well-formed `[name]` header.
     #[error("line {line}: malformed section header: {reason}")]
@@ -291,10 +314,10 @@ pub enum FioError {
     #[error("line {line}: {reason}")]
     Syntax { line: usize, reason: String },
     /// Two jobs with the same (final) name.
-    #[error("line {line}: duplicate job name '{name}' (first defined at line {first_line})")]
+    #[error("line {line}: duplicate job name '{}' (first defined at line {first_line})", Shown::new(name))]
     DuplicateJob { name: String, line: usize, first_line: usize },
     /// A `[drive]` setting that cannot apply (see [`JobFile::apply_drive`]).
-    #[error("line {line}: [drive] {key}: {reason}")]
+    #[error("line {line}: [drive] {}: {reason}", Shown::new(key))]
     DriveSetting { key: String, line: usize, reason: String },
     /// A file without any job section.
     #[error("no job sections found: a job file needs at least one [job] section besides [global] and [drive]")]

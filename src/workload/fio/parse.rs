@@ -8,7 +8,8 @@ use super::values::{
     non_empty, parse_bs, parse_distribution, parse_flag, parse_int, parse_iodepth, parse_offset, parse_pct, parse_rw,
     parse_size, parse_time_ns, parse_write_hint,
 };
-use super::{DriveSetting, FioError, FioWarning, Job, JobFile, SizeSpec, IGNORED_KEYS, MAX_NUMJOBS};
+use super::{DriveSetting, FioError, FioWarning, Job, JobFile, SizeSpec, IGNORED_KEYS, MAX_LINE_BYTES, MAX_NUMJOBS};
+use crate::input::Shown;
 use crate::workload::access::{Distribution, Rw};
 
 /// Parse a fio job file (see the module docs for the accepted subset).
@@ -19,14 +20,20 @@ pub fn parse(text: &str) -> Result<JobFile, FioError> {
     let mut section = Section::None;
     let mut global_options = Vec::new();
     let mut warnings: Vec<FioWarning> = Vec::new();
+    // Each job's name and header line, for duplicates.
+    let mut names: HashMap<String, usize> = HashMap::new();
     for (index, raw) in text.lines().enumerate() {
         let line = index + 1;
+        if raw.len() > MAX_LINE_BYTES {
+            let reason = format!("longer than {MAX_LINE_BYTES} bytes, the longest line fio reads whole");
+            return Err(FioError::Syntax { line, reason });
+        }
         let content = raw.find([';', '#']).map_or(raw, |cut| &raw[..cut]).trim();
         if content.is_empty() {
             continue;
         }
         if content.starts_with('[') {
-            finish(std::mem::replace(&mut section, Section::None), &mut jobs)?;
+            finish(std::mem::replace(&mut section, Section::None), &mut jobs, &mut names)?;
             section = match section_name(content, line)? {
                 "global" => Section::Global,
                 "drive" => Section::Drive,
@@ -71,13 +78,16 @@ pub fn parse(text: &str) -> Result<JobFile, FioError> {
                 _ => {
                     return Err(FioError::Syntax {
                         line,
-                        reason: format!("expected key=value with a non-empty value in [drive], found '{content}'"),
+                        reason: format!(
+                            "expected key=value with a non-empty value in [drive], found '{}'",
+                            Shown::new(content)
+                        ),
                     })
                 }
             },
         }
     }
-    finish(section, &mut jobs)?;
+    finish(section, &mut jobs, &mut names)?;
     if jobs.is_empty() {
         return Err(FioError::NoJobs);
     }
@@ -92,22 +102,24 @@ enum Section {
     Job { name: String, line: usize, builder: Box<Builder> },
 }
 
-/// Finalise the job section `section` (if it is one) and append it.
-fn finish(section: Section, jobs: &mut Vec<Job>) -> Result<(), FioError> {
+/// Finalise the job section `section` (if it is one) and append it;
+/// `names` holds the header line of each job's name so far.
+fn finish(section: Section, jobs: &mut Vec<Job>, names: &mut HashMap<String, usize>) -> Result<(), FioError> {
     let Section::Job { name, line, builder } = section else {
         return Ok(());
     };
     let job = builder.build(name, line)?;
-    if let Some(first) = jobs.iter().find(|j| j.name == job.name) {
-        return Err(FioError::DuplicateJob { name: job.name, line, first_line: first.line });
+    if let Some(&first_line) = names.get(&job.name) {
+        return Err(FioError::DuplicateJob { name: job.name, line, first_line });
     }
+    names.insert(job.name.clone(), line);
     jobs.push(job);
     Ok(())
 }
 
 /// The name inside a `[name]` header line (already comment-stripped).
 fn section_name(content: &str, line: usize) -> Result<&str, FioError> {
-    let bad = |reason: &str| FioError::BadSection { line, reason: format!("{reason} in '{content}'") };
+    let bad = |reason: &str| FioError::BadSection { line, reason: format!("{reason} in '{}'", Shown::new(content)) };
     let inner = content.strip_prefix('[').and_then(|s| s.strip_suffix(']')).ok_or_else(|| bad("missing ']' at end"))?;
     if inner.contains(['[', ']']) {
         return Err(bad("stray bracket"));
@@ -125,7 +137,8 @@ fn split_option(content: &str, line: usize) -> Result<(&str, Option<&str>), FioE
         None => (content, None),
     };
     if key.is_empty() {
-        return Err(FioError::Syntax { line, reason: format!("missing option name before '=' in '{content}'") });
+        let reason = format!("missing option name before '=' in '{}'", Shown::new(content));
+        return Err(FioError::Syntax { line, reason });
     }
     // fio's `include file` directive is a bare line with a space.
     match key.split_once(char::is_whitespace) {

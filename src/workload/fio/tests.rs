@@ -523,3 +523,23 @@ fn stonewalls_split_groups_and_numjobs_clones_run_with_their_own_seeds() {
     assert!(seeds[0] != seeds[1] && seeds[1] != seeds[2] && seeds[0] != seeds[2], "clones differ: {seeds:?}");
     assert_eq!(file.plan(1 << 30, 1).unwrap()[0].members[2].spec.seed, seeds[2], "and are deterministic");
 }
+
+#[test]
+fn long_keys_and_lines_and_many_jobs_cost_little() {
+    // The closest-option suggestion is not sought for a key longer than
+    // any typo (a 50 MB key took 27 s).
+    let key = "x".repeat(5 << 20);
+    let started = std::time::Instant::now();
+    assert_eq!(super::did_you_mean(&key), "");
+    assert!(started.elapsed().as_secs_f64() < 0.5, "{:?}", started.elapsed());
+    assert_eq!(super::did_you_mean("iodepht"), ", did you mean 'iodepth'?");
+    // fio reads at most 8192 bytes as one line.
+    let line = format!("[job]\nbs={}\n", "1".repeat(MAX_LINE_BYTES));
+    assert!(matches!(parse(&line), Err(FioError::Syntax { line: 2, .. })), "{:?}", parse(&line));
+    // Duplicate job names are found without comparing every pair.
+    let mut text: String = (0..100_000).map(|i| format!("[j{i}]\n")).collect();
+    text += "[j0]\n";
+    let started = std::time::Instant::now();
+    assert_eq!(err(&text), FioError::DuplicateJob { name: "j0".into(), line: 100_001, first_line: 1 });
+    assert!(started.elapsed().as_secs() < 5, "{:?}", started.elapsed());
+}

@@ -2,6 +2,7 @@
 //! `random_distribution` (with the zoned syntax) and `write_hint`.
 
 use super::SizeSpec;
+use crate::input::Shown;
 use crate::workload::access::{Distribution, Rw};
 
 /// A number with fio's size suffix semantics, or a percentage.
@@ -50,8 +51,9 @@ fn parse_quantity(s: &str) -> Result<Quantity, String> {
     }
     let mult = size_multiplier(&suffix_lc).ok_or_else(|| {
         format!(
-            "unknown size suffix '{suffix}' (expected k, m, g, t, p optionally followed by b or i (powers of 1024), \
-             kib..pib (powers of 1000, fio's kb_base=1024 convention), b, or %)"
+            "unknown size suffix '{}' (expected k, m, g, t, p optionally followed by b or i (powers of 1024), \
+             kib..pib (powers of 1000, fio's kb_base=1024 convention), b, or %)",
+            Shown::new(suffix)
         )
     })?;
     number
@@ -155,7 +157,12 @@ pub(super) fn parse_time_ns(s: &str) -> Result<u64, String> {
         "m" => 60 * S,
         "h" => 3600 * S,
         "d" => 86_400 * S,
-        _ => return Err(format!("unknown time unit '{suffix}' (expected us, ms, s, m, h or d; default s)")),
+        _ => {
+            return Err(format!(
+                "unknown time unit '{}' (expected us, ms, s, m, h or d; default s)",
+                Shown::new(suffix)
+            ))
+        }
     };
     number
         .parse::<u64>()
@@ -230,7 +237,10 @@ pub(super) fn parse_distribution(s: &str) -> Result<Distribution, String> {
         if p.contains(':') {
             return Err("a distribution centre (second parameter) is not supported".to_string());
         }
-        p.parse::<f64>().ok().filter(|f| f.is_finite()).ok_or_else(|| format!("'{p}' is not a finite number"))
+        p.parse::<f64>()
+            .ok()
+            .filter(|f| f.is_finite())
+            .ok_or_else(|| format!("'{}' is not a finite number", Shown::new(p)))
     };
     match kind {
         "zoned" => parse_zoned(param.unwrap_or("")),
@@ -245,7 +255,8 @@ pub(super) fn parse_distribution(s: &str) -> Result<Distribution, String> {
             _ => Err("pareto h must be between 0 and 1 (exclusive)".to_string()),
         },
         k if matches!(k, "normal" | "gauss") || k.starts_with("zoned") => Err(format!(
-            "distribution '{k}' is not supported (supported: random, zipf[:theta], pareto[:h], zoned:A/R:B/S)"
+            "distribution '{}' is not supported (supported: random, zipf[:theta], pareto[:h], zoned:A/R:B/S)",
+            Shown::new(k)
         )),
         _ => Err("unknown distribution (supported: random, zipf[:theta], pareto[:h], zoned:A/R:B/S)".to_string()),
     }
@@ -264,11 +275,11 @@ fn parse_zoned(zones: &str) -> Result<Distribution, String> {
         })
         .collect();
     let Some(&[(hot_io, Some(hot_range)), (cold_io, cold_range)]) = parsed.as_deref() else {
-        return Err(format!("zoned '{zones}' must be two zones, access%/range%:access%/range%"));
+        return Err(format!("zoned '{}' must be two zones, access%/range%:access%/range%", Shown::new(zones)));
     };
     let cold_range = cold_range.unwrap_or(100.0 - hot_range);
     if (hot_io + cold_io - 100.0).abs() > 1e-9 || (hot_range + cold_range - 100.0).abs() > 1e-9 {
-        return Err(format!("zoned '{zones}': the accesses and the ranges must each add up to 100"));
+        return Err(format!("zoned '{}': the accesses and the ranges must each add up to 100", Shown::new(zones)));
     }
     let (hot, writes) = (hot_range / 100.0, hot_io / 100.0);
     crate::workload::access::Access::hot_cold(hot, writes)?;
