@@ -44,7 +44,7 @@ pub enum NandError {
 }
 
 /// What a host command can fail with. The drive is unchanged after any of
-/// these except [`DriveError::Internal`].
+/// these except [`DriveError::Internal`] and [`DriveError::ClockOverflow`].
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum DriveError {
     /// The request reaches past the end of the drive.
@@ -65,6 +65,14 @@ pub enum DriveError {
     /// The FTL broke a NAND rule: a bug, reported rather than hidden.
     #[error("internal NAND error: {0}")]
     Internal(#[from] NandError),
+    /// A command would complete past [`crate::units::SimTime::LIMIT`]
+    /// (292 simulated years), where the clock's arithmetic may saturate;
+    /// the command is applied, the clock stops before it.
+    #[error(
+        "simulated time would pass 292 years (2^63 ns, at {at_ns} ns), beyond which the clock cannot be trusted: \
+         run less (a shorter runtime or fewer I/Os) or a faster drive"
+    )]
+    ClockOverflow { at_ns: u64 },
     /// A stream hint names a stream the drive does not have.
     #[error("stream {stream} is not one of the drive's {streams} write streams (placement.streams)")]
     UnknownStream { stream: u8, streams: u8 },

@@ -98,25 +98,77 @@ pub struct TimingParams {
     pub read_cache_pages: u32,
 }
 
+/// The longest one NAND operation, firmware step or fixed latency may
+/// take: 1 s. The slowest of the presets is a 3 ms block erase, and real
+/// NAND takes under 25 ms for any operation (QLC erase), so this is 40
+/// times any real value; it keeps what one command adds to the clock far
+/// below what a `u64` of nanoseconds holds.
+pub const MAX_OP_NS: u64 = 1_000_000_000;
+
+/// The furthest background work may trail host work (`gc_lag_ns`): 60 s,
+/// 300 times the presets' 200 ms.
+pub const MAX_GC_LAG_NS: u64 = 60_000_000_000;
+
+/// The slowest channel, engine or write path: 1 MB/s, at which the largest
+/// page (1 MiB) crosses in about [`MAX_OP_NS`]; the slowest preset bus is
+/// the X25-M's 40 MB/s.
+pub const MIN_BYTES_PER_SEC: u64 = 1_000_000;
+
+/// The fastest: 1 TB/s, 1000 times the presets' fastest engine (1 GB/s).
+pub const MAX_BYTES_PER_SEC: u64 = 1_000_000_000_000;
+
+/// The most programs queued per die (`program_queue`): 1024, 256 times the
+/// presets' 4 (an 8 MiB buffer per die of 8 KiB pages).
+pub const MAX_PROGRAM_QUEUE: u32 = 1024;
+
+/// The most page reads in flight per command (`read_window`) and pages
+/// the read buffer keeps (`read_cache_pages`): 4096, 64 times the presets'
+/// largest (64); the read buffer is searched on every page read.
+pub const MAX_PAGES: u32 = 4096;
+
 impl TimingParams {
-    /// Checks the parameters, naming the first bad field.
+    /// Checks the parameters, naming the first bad field: times within
+    /// [`MAX_OP_NS`] (NAND operations at least 1 ns), `gc_lag_ns` within
+    /// [`MAX_GC_LAG_NS`], rates from [`MIN_BYTES_PER_SEC`] to
+    /// [`MAX_BYTES_PER_SEC`], queues and buffers within their maximum.
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
-        for (field, v) in [
-            ("timing.read_ns", self.read_ns),
-            ("timing.program_ns", self.program_ns),
-            ("timing.erase_ns", self.erase_ns),
-            ("timing.channel_bytes_per_sec", self.channel_bytes_per_sec),
-            ("timing.engine_bytes_per_sec", self.engine_bytes_per_sec),
+        let one_s = "1 s, longer than any NAND operation, firmware step or latency";
+        for (field, v, min, max, why) in [
+            ("timing.read_ns", self.read_ns, 1, MAX_OP_NS, one_s),
+            ("timing.program_ns", self.program_ns, 1, MAX_OP_NS, one_s),
+            ("timing.erase_ns", self.erase_ns, 1, MAX_OP_NS, one_s),
+            ("timing.command_service_ns", self.command_service_ns, 0, MAX_OP_NS, one_s),
+            ("timing.command_latency_ns", self.command_latency_ns, 0, MAX_OP_NS, one_s),
+            ("timing.trim_range_ns", self.trim_range_ns, 0, MAX_OP_NS, one_s),
+            ("timing.read_piece_ns", self.read_piece_ns, 0, MAX_OP_NS, one_s),
+            ("timing.gc_lag_ns", self.gc_lag_ns, 0, MAX_GC_LAG_NS, "60 s"),
         ] {
-            if v == 0 {
-                return Err((field, "must be positive".into()));
+            if !(min..=max).contains(&v) {
+                return Err((field, format!("{v} ns is outside {min}..={max} (at most {why})")));
             }
         }
-        if self.encode_bytes_per_sec == Some(0) {
-            return Err(("timing.encode_bytes_per_sec", "must be positive (or absent for no bound)".into()));
+        let rates = [
+            ("timing.channel_bytes_per_sec", Some(self.channel_bytes_per_sec)),
+            ("timing.engine_bytes_per_sec", Some(self.engine_bytes_per_sec)),
+            ("timing.encode_bytes_per_sec", self.encode_bytes_per_sec),
+        ];
+        for (field, v) in rates {
+            if let Some(v) = v.filter(|v| !(MIN_BYTES_PER_SEC..=MAX_BYTES_PER_SEC).contains(v)) {
+                return Err((
+                    field,
+                    format!("{v} bytes/s is outside {MIN_BYTES_PER_SEC}..={MAX_BYTES_PER_SEC} (1 MB/s to 1 TB/s)"),
+                ));
+            }
         }
-        if self.read_window == Some(0) {
-            return Err(("timing.read_window", "must be at least 1 (or absent for no limit)".into()));
+        let counts = [
+            ("timing.program_queue", Some(self.program_queue), 0, MAX_PROGRAM_QUEUE),
+            ("timing.read_window", self.read_window, 1, MAX_PAGES),
+            ("timing.read_cache_pages", Some(self.read_cache_pages), 0, MAX_PAGES),
+        ];
+        for (field, v, min, max) in counts {
+            if let Some(v) = v.filter(|v| !(min..=max).contains(v)) {
+                return Err((field, format!("{v} is outside {min}..={max}")));
+            }
         }
         Ok(())
     }
@@ -308,10 +360,11 @@ impl Timeline {
             .ns(Self::clocked_out(self.page_bytes, self.page_bytes), self.params.channel_bytes_per_sec);
         let d = &mut self.dies[die as usize];
         let first = ready.max(d.all);
-        d.all = first + n * read;
+        d.all = first + n.saturating_mul(read);
         let ch = self.channel_of(die);
         let c = &mut self.channels[ch];
-        c.all = (c.all + n * xfer).max(first + read + n * xfer).max(first + n * read + xfer);
+        let (reads, xfers) = (n.saturating_mul(read), n.saturating_mul(xfer));
+        c.all = (c.all + xfers).max(first + read + xfers).max(first + reads + xfer);
         c.all
     }
 
@@ -333,7 +386,7 @@ impl Timeline {
     /// free. Returns the acceptance time.
     #[inline(always)]
     pub fn page_program(&mut self, die: u32, ready: SimTime, work: Work) -> SimTime {
-        let backlog = u64::from(self.params.program_queue) * self.params.program_ns;
+        let backlog = u64::from(self.params.program_queue).saturating_mul(self.params.program_ns);
         let d = &self.dies[die as usize];
         let queue_end = match work {
             Work::Background => d.all,
@@ -376,7 +429,7 @@ impl Timeline {
     /// Firmware handling of one command arriving at `ready`, plus `extra`
     /// serialized firmware time (TRIM ranges). Media work may start then.
     pub fn firmware(&mut self, ready: SimTime, extra: u64) -> SimTime {
-        let cost = self.params.command_service_ns + extra;
+        let cost = self.params.command_service_ns.saturating_add(extra);
         self.firmware.book(ready, cost) + cost
     }
 

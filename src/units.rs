@@ -176,6 +176,13 @@ impl SimTime {
     /// Time zero.
     pub const ZERO: SimTime = SimTime(0);
 
+    /// The latest a drive's clock may reach: 2^63 ns, 292 years.
+    /// Arithmetic on simulated time saturates at `u64::MAX` instead of
+    /// wrapping, and one command adds far less than the 292 years between
+    /// the two, so only a run past this can have saturated: the drive
+    /// refuses it ([`crate::DriveError::ClockOverflow`]).
+    pub const LIMIT: SimTime = SimTime(1 << 63);
+
     /// Seconds as a float, for reports.
     pub fn secs(self) -> f64 {
         self.0 as f64 / 1e9

@@ -169,3 +169,69 @@ fn echoed_values_are_cut_to_80_characters_with_control_characters_escaped() {
     assert!(e.len() < 1000 && !e.trim_end().chars().any(char::is_control), "{e}");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn every_timing_field_over_its_physical_bound_is_refused_naming_the_field() {
+    let dir = scratch("timing");
+    let job = tiny_job(&dir);
+    let preset = duraflash::DriveConfig::preset("sf2281-240g").unwrap().scaled(64 << 20).unwrap();
+    let toml = toml::to_string(&preset).unwrap();
+    let fields = [
+        "read_ns",
+        "program_ns",
+        "erase_ns",
+        "channel_bytes_per_sec",
+        "engine_bytes_per_sec",
+        "encode_bytes_per_sec",
+        "command_service_ns",
+        "command_latency_ns",
+        "trim_range_ns",
+        "read_window",
+        "read_piece_ns",
+        "gc_lag_ns",
+        "program_queue",
+        "read_cache_pages",
+    ];
+    for field in fields {
+        let line = toml.lines().find(|l| l.starts_with(&format!("{field} = "))).expect(field);
+        // A count too large for its u32 is named by the TOML parser, one
+        // that fits by the range check.
+        let counts = ["read_window", "program_queue", "read_cache_pages"];
+        let values =
+            if counts.contains(&field) { &["1000000000000000000", "4294967295"][..] } else { &["1000000000000000000"] };
+        for value in values {
+            let path = dir.join(format!("{field}.toml"));
+            std::fs::write(&path, toml.replace(line, &format!("{field} = {value}"))).unwrap();
+            usage_error(&duraflash(&["run", &job, "--config", path.to_str().unwrap()]), &format!("timing.{field}"));
+        }
+    }
+    // At every bound a run's clock adds up: 1 s per command at QD 1.
+    let most = [("program_ns", "1000000000"), ("erase_ns", "1000000000"), ("command_latency_ns", "1000000000")];
+    let mut text = toml.clone();
+    for (field, value) in most {
+        let line = text.lines().find(|l| l.starts_with(&format!("{field} = "))).unwrap().to_owned();
+        text = text.replace(&line, &format!("{field} = {value}"));
+    }
+    let path = dir.join("slowest.toml");
+    std::fs::write(&path, text.replace("program_queue = 4", "program_queue = 1024")).unwrap();
+    let out = duraflash(&["run", &job, "--config", path.to_str().unwrap(), "--json", "-", "--quiet"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let elapsed = v["jobs"][0]["elapsed_ns"].as_u64().unwrap() as f64 / 1e9;
+    assert!((20.0..21.0).contains(&elapsed), "20 commands of 1 s latency each: {elapsed} s");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn the_clock_refuses_to_pass_292_years_rather_than_saturate() {
+    use duraflash::units::SimTime;
+    use duraflash::{Drive, DriveConfig, DriveError, Lba};
+    let mut drive = Drive::new(DriveConfig::preset("sf2281-240g").unwrap().scaled(64 << 20).unwrap()).unwrap();
+    drive.write(Lba(0), &[7; 4096]).unwrap();
+    drive.idle(drive.now(), SimTime(SimTime::LIMIT.0 - 1_000)).unwrap();
+    let e = drive.write(Lba(8), &[7; 4096]).unwrap_err();
+    assert!(matches!(e, DriveError::ClockOverflow { .. }), "{e}");
+    assert!(e.to_string().contains("292 years"), "{e}");
+    assert!(drive.now() < SimTime::LIMIT, "the clock stops before the limit: {:?}", drive.now());
+    assert!(matches!(drive.idle(drive.now(), SimTime(u64::MAX - 1)), Err(DriveError::ClockOverflow { .. })));
+}

@@ -387,7 +387,8 @@ impl DriveConfig {
     }
 }
 
-/// A TOML error as one line: where (line and column), then what, each
+/// A TOML error as one line: where (line, column and the field of that
+/// line, `timing.read_ns`), then what, each
 /// piece of the file it quotes (in backticks or double quotes) shortened,
 /// control characters escaped and the whole at most 600 characters (room
 /// for the longest list of expected fields). toml's own display prints
@@ -398,7 +399,10 @@ fn toml_message(text: &str, e: &toml::de::Error) -> String {
         let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
         let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
         let column = String::from_utf8_lossy(&before[line_start..]).chars().count() + 1;
-        format!("line {line}, column {column}: ")
+        match field_at(text, line_start) {
+            Some(field) => format!("line {line}, column {column} (`{}`): ", Shown::new(&field)),
+            None => format!("line {line}, column {column}: "),
+        }
     });
     let shorten = |text: &str, quote: &str| -> String {
         let pieces = text.split(quote).enumerate();
@@ -409,6 +413,18 @@ fn toml_message(text: &str, e: &toml::de::Error) -> String {
     };
     let what = shorten(&shorten(e.message().trim(), "`"), "\"");
     format!("{at}{}", Shown::up_to(&what, 600))
+}
+
+/// The dotted name (`timing.read_ns`) of the `key = value` line starting
+/// at byte `at` of `text`, under the last table header above it.
+fn field_at(text: &str, at: usize) -> Option<String> {
+    let (before, rest) = text.split_at_checked(at)?;
+    let key = rest.lines().next()?.split_once('=')?.0.trim();
+    let table = before.lines().rev().map(str::trim).find(|l| l.starts_with('['));
+    Some(match table.map(|t| t.trim_matches(['[', ']']).trim()) {
+        Some(t) if !t.is_empty() => format!("{t}.{key}"),
+        _ => key.to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -490,9 +506,9 @@ mod tests {
         let toml = toml::to_string(&DriveConfig::preset("samsung830-64g").unwrap()).unwrap();
         let long = "x".repeat(100_000);
         for (text, start) in [
-            (format!("{long} = 1\n"), "line 1, column 1: unknown field `xxx"),
+            (format!("{long} = 1\n"), "line 1, column 1 (`xxx"),
             (toml.replace("media = \"memory\"", &format!("media = \"{long}\"")), "line "),
-            (format!("name = \"a\"\nseed = \"{long}\"\n"), "line 2, column 8: invalid type: string \"xxx"),
+            (format!("name = \"a\"\nseed = \"{long}\"\n"), "line 2, column 8 (`seed`): invalid type: string \"xxx"),
         ] {
             let Err(ConfigError::Parse(message)) = DriveConfig::from_toml(&text) else { panic!("parsed") };
             assert!(message.starts_with(start), "{message}");

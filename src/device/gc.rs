@@ -54,7 +54,7 @@ impl Drive {
     /// `until` (when finite). Returns the blocks GC cleaned.
     pub fn idle(&mut self, from: SimTime, until: SimTime) -> Result<u32, DriveError> {
         if until.0 != u64::MAX {
-            self.now = self.now.max(until);
+            self.advance(until)?;
         }
         let cleaned = self.collect_idle(from, until)?;
         if self.config.firmware.idle_erase {

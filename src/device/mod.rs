@@ -310,6 +310,16 @@ impl Drive {
         self.now
     }
 
+    /// Moves the clock on to `done` (when later), refusing a time past
+    /// [`SimTime::LIMIT`], where its arithmetic may have saturated.
+    fn advance(&mut self, done: SimTime) -> Result<(), DriveError> {
+        if done > SimTime::LIMIT {
+            return Err(DriveError::ClockOverflow { at_ns: done.0 });
+        }
+        self.now = self.now.max(done);
+        Ok(())
+    }
+
     /// Space holding no data yet (free blocks and open-block tails).
     pub fn unwritten_bytes(&self) -> u64 {
         self.space.unwritten_bytes()

@@ -138,7 +138,7 @@ impl Drive {
         self.counters.host_page_reads += nand_reads;
         self.counters.host_read_bytes += bytes;
         queue.complete(submitted, done);
-        self.now = self.now.max(done);
+        self.advance(done)?;
         Ok(want_data.then_some(out))
     }
 }

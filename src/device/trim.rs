@@ -62,7 +62,7 @@ impl Drive {
         let extra = self.config.timing.trim_range_ns.saturating_mul(ranges.len() as u64);
         let done = self.timeline.firmware(submitted, extra).max(self.timeline.link_floor(submitted));
         queue.complete(submitted, done);
-        self.now = self.now.max(done);
+        self.advance(done)?;
         Ok(unmapped)
     }
 

@@ -96,7 +96,7 @@ impl Drive {
             let submitted = queue.submit_time();
             let done = self.time_write(data.len() as u64, &ops[self.marks[r]..self.marks[r + 1]], submitted);
             queue.complete(submitted, done);
-            self.now = self.now.max(done);
+            self.advance(done)?;
         }
         self.ops_spare = ops;
         Ok(())

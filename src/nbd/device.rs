@@ -77,7 +77,7 @@ pub fn drive_errno(e: &DriveError) -> Errno {
     match e {
         DriveError::OutOfRange { .. } | DriveError::NoSpace(_) | DriveError::ChunkTableFull(_) => Errno::ENOSPC,
         DriveError::Misaligned { .. } | DriveError::UnknownStream { .. } => Errno::EINVAL,
-        DriveError::NoData { .. } => Errno::EIO,
+        DriveError::NoData { .. } | DriveError::ClockOverflow { .. } => Errno::EIO,
         DriveError::Internal(_) | DriveError::Corrupt { .. } | DriveError::Tape(_) => Errno::EIO,
     }
 }
