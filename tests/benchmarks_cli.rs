@@ -207,8 +207,11 @@ fn run_refuses_bad_job_files_with_exit_2() {
     let missing = data("no-such-job.fio");
     usage_error(&["run", &missing, "--quiet"], &["no-such-job.fio"]);
 
-    let cases: [(&str, &str, &[&str]); 4] = [
+    let cases: [(&str, &str, &[&str]); 6] = [
         ("bs", "[job]\nrw=randwrite\nbs=1000\nsize=1m\n", &["bs", "1000"]),
+        // fio would do 16 TiB of I/O on the 1 GiB drive: seven hours here.
+        ("io_size", "[global]\nio_size=16T\n[job]\nrw=randwrite\n", &["line 2", "'io_size'", "1000 passes"]),
+        ("size", "[job]\nrw=write\nsize=1g\noffset=4k\n", &["line 3", "'size'", "runs past"]),
         ("iodepth", "[job]\nrw=randwrite\niodepth=0\nsize=1m\n", &["iodepth", "line 3"]),
         ("rw", "[job]\nrw=randomwrite\nsize=1m\n", &["randomwrite", "line 2"]),
         ("drive", "[drive]\ncapacity=lots\n[job]\nrw=randwrite\nsize=1m\n", &["capacity", "line 2"]),
@@ -219,6 +222,17 @@ fn run_refuses_bad_job_files_with_exit_2() {
         usage_error(&["run", path.to_str().unwrap(), "--capacity", "1GiB", "--quiet"], needles);
         let _ = std::fs::remove_file(&path);
     }
+}
+
+#[test]
+fn number_ios_stops_a_job_early_and_never_extends_it_as_in_fio() {
+    let path = scratch("number-ios.fio");
+    std::fs::write(&path, "[job]\nrw=randwrite\nbs=4k\nsize=1m\nnumber_ios=18446744073709551615\n").unwrap();
+    let started = std::time::Instant::now();
+    let (v, _) = json(&["run", path.to_str().unwrap(), "--capacity", "64MiB", "--quiet", "--json", "-"]);
+    assert_eq!(u64_at(&v, "/jobs/0/write/total_ios"), 256, "the 1 MiB region once, as fio does");
+    assert!(started.elapsed().as_secs() < 30, "{:?}", started.elapsed());
+    let _ = std::fs::remove_file(&path);
 }
 
 #[test]

@@ -122,7 +122,7 @@ fn fio_examples_run_or_are_refused_with_one_line_naming_the_option() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("line 4: name=fio-rand-write: in [global] it names no job"), "{err}");
-    assert!(err.contains("size=10737418240") && err.contains("--capacity"), "{err}");
+    assert!(err.contains("line 14: bad value '10G' for 'size'") && err.contains("--capacity"), "{err}");
     // The same job scaled to the drive (64 MiB, one simulated second) runs its four clones together.
     let small = temp("rand-write.fio");
     let text = std::fs::read_to_string(data("fio-examples/fio-rand-write.fio")).unwrap();
@@ -138,7 +138,7 @@ fn fio_examples_run_or_are_refused_with_one_line_naming_the_option() {
     let out = duraflash(&["run", &data("fio-examples/ssd-test.fio"), "--quiet"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("size=10737418240") && err.contains("--capacity"), "{err}");
+    assert!(err.contains("line 17: bad value '10g' for 'size'") && err.contains("--capacity"), "{err}");
 }
 
 #[test]

@@ -5,10 +5,12 @@
 use crate::config::overrides::{parse_op, DriveOverrides};
 use crate::content::pattern::{unit_seed, DataSpec};
 use crate::input::Shown;
+use crate::units::ByteSize;
 use crate::workload::job::{JobSpec, Limit};
 use crate::workload::WorkloadError;
 
-use super::{FioError, Job, JobFile, SizeSpec};
+use super::parse::Key;
+use super::{FioError, Job, JobFile, SizeSpec, MAX_DRIVE_PASSES};
 
 /// The `[drive]` keys [`JobFile::apply_drive`] knows.
 pub const DRIVE_KEYS: &[&str] = &["preset", "capacity", "seed", "op", "gc", "media", "compression", "dedup"];
@@ -40,11 +42,13 @@ impl Job {
     pub fn to_spec(&self, capacity: u64, seed: u64) -> Result<JobSpec, WorkloadError> {
         let region = self.region(capacity);
         let length = region.end - region.start;
-        let limit = match (self.runtime_ns, self.time_based, self.number_ios, self.io_size) {
-            (Some(t), true, _, _) => Limit::Time(t),
-            (_, _, Some(n), _) => Limit::Ops(n),
-            (_, _, _, Some(b)) => Limit::Bytes(b),
-            _ => Limit::Bytes(length),
+        let bytes = self.io_size.unwrap_or(length);
+        let limit = match (self.runtime_ns, self.time_based, self.number_ios) {
+            (Some(t), true, _) => Limit::Time(t),
+            // fio's number_ios only stops a job early (HOWTO: "this does
+            // not extend the amount of I/O that will be done").
+            (_, _, Some(n)) => Limit::Ops(n.min(bytes.div_ceil(self.bs))),
+            _ => Limit::Bytes(bytes),
         };
         let data = DataSpec::new(self.compress_pct, self.compress_chunk as usize, self.dedupe_pct)
             .map_err(|e| WorkloadError::from(e).in_job(&self.name))?;
@@ -68,20 +72,42 @@ impl JobFile {
     /// Every job's spec on a drive of `capacity` bytes, checked against it;
     /// job `i` is seeded with `unit_seed(seed, i)` unless it gives `randseed`.
     /// A byte `size` that, from its `offset`, runs past the drive is an
-    /// error rather than a clamp (fio's size on a raw device would fail too).
+    /// error rather than a clamp (fio's size on a raw device would fail
+    /// too), and so is an `io_size` of more than [`MAX_DRIVE_PASSES`]
+    /// passes over the drive; both name their line.
     pub fn specs(&self, capacity: u64, seed: u64) -> Result<Vec<JobSpec>, WorkloadError> {
         for job in &self.jobs {
+            let set = |key: Key| job.set_at.iter().find(|o| Key::from_name(&o.key) == Some(key));
+            let refused = |key: Key, reason: String| match set(key) {
+                Some(o) => WorkloadError::BadSpec(o.bad(reason).to_string()),
+                None => WorkloadError::BadSpec(reason),
+            };
             if let SizeSpec::Bytes(size) = job.size {
                 let start = job.region(capacity).start;
                 if start.saturating_add(size) > capacity {
-                    let line = job.options.iter().position(|(k, _)| k == "size");
-                    let at = line.map_or("from [global]".to_string(), |_| format!("in [{}]", job.name));
-                    return Err(WorkloadError::BadSpec(format!(
-                        "size={size} {at} from offset {start} runs past the drive's {capacity} bytes \
-                         (use a smaller size, a percentage such as size=50%, or a larger --capacity)"
-                    ))
+                    return Err(refused(
+                        Key::Size,
+                        format!(
+                            "from offset {start} it runs past the drive's {capacity} bytes (use a smaller size, a \
+                             percentage such as size=50%, or a larger --capacity)"
+                        ),
+                    )
                     .in_job(&job.name));
                 }
+            }
+            let most = capacity.saturating_mul(MAX_DRIVE_PASSES);
+            if let Some(bytes) = job.io_size.filter(|&b| b > most) {
+                return Err(refused(
+                    Key::IoSize,
+                    format!(
+                        "{} of I/O is more than {MAX_DRIVE_PASSES} passes over the drive's {} (at most {}); a \
+                         simulated command costs wall time",
+                        ByteSize(bytes),
+                        ByteSize(capacity),
+                        ByteSize(most)
+                    ),
+                )
+                .in_job(&job.name));
             }
         }
         let specs = self

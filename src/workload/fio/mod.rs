@@ -110,7 +110,9 @@
 //! Checks that are stricter than fio: `time_based` without a `runtime` is an
 //! error (fio warns and drops `time_based`). A byte `size` smaller than `bs`
 //! is an error (as in fio). Duplicate job section names are errors (fio
-//! allows them).
+//! allows them). An `io_size` of more than [`MAX_DRIVE_PASSES`] passes over
+//! the drive is an error (fio runs it at the drive's speed), and so is a
+//! line longer than [`MAX_LINE_BYTES`] (fio splits it).
 //!
 //! Not supported, and rejected with an error: per-direction or ranged block
 //! sizes (`bs=4k,8k`, `bs=4k-16k`), the `rw=randread:8` offset modifier,
@@ -145,6 +147,15 @@ pub const MAX_JOB_FILE_BYTES: u64 = 1 << 20;
 /// most 8192 bytes (`OPT_LEN_MAX` in its `parse.h`) and splits a longer
 /// one; here it is refused.
 pub const MAX_LINE_BYTES: usize = 8192;
+
+/// The most I/O one job may ask for with `io_size`, in passes over the
+/// drive: 1000. fio does whatever `io_size` says (HOWTO: "40GiB of I/O
+/// within the 0..20GiB region"), which a real drive does at its own speed;
+/// a simulated one costs wall time for every command, about 165,000 4 KiB
+/// writes a second here, so 1000 passes over the default 1 GiB drive take
+/// half an hour and `io_size=16T` on a 64 MiB drive would take seven hours.
+/// The longest study here writes its drive 3 times.
+pub const MAX_DRIVE_PASSES: u64 = 1000;
 
 /// The most clones `numjobs` may ask for: each clone keeps its own queue
 /// and write batch in memory (fio's own limit is its thread count).
@@ -337,6 +348,24 @@ pub struct JobFile {
     pub warnings: Vec<FioWarning>,
 }
 
+/// Where a job's option got its value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OptionLine {
+    /// The key as written (an alias stays as written).
+    pub key: String,
+    /// The value as written (empty for a bare flag).
+    pub value: String,
+    /// 1-based line.
+    pub line: usize,
+}
+
+impl OptionLine {
+    /// The value refused for `reason`, at its line.
+    pub fn bad(&self, reason: String) -> FioError {
+        FioError::BadValue { key: self.key.clone(), value: self.value.clone(), line: self.line, reason }
+    }
+}
+
 /// One raw `key=value` line of a `[drive]` section.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DriveSetting {
@@ -381,7 +410,8 @@ pub struct Job {
     pub time_based: bool,
     /// Bytes of I/O to issue (may exceed the region); `None` when unset or 0.
     pub io_size: Option<u64>,
-    /// Stop after this many I/Os; `None` when unset or 0.
+    /// Stop after this many I/Os; `None` when unset or 0. As in fio it
+    /// only stops a job early, never past its `io_size` or region.
     pub number_ios: Option<u64>,
     /// Percentage of mixed I/O that is reads (writes are `100 - rwmixread`).
     pub rwmixread: u8,
@@ -416,6 +446,9 @@ pub struct Job {
     pub numjobs: u32,
     /// The job section's own options as written, in order (fio's `job options`).
     pub options: Vec<(String, String)>,
+    /// Where each option the file gave the job (its own or `[global]`'s)
+    /// last got its value, in line order.
+    pub set_at: Vec<OptionLine>,
     /// 1-based line of the job's section header.
     pub line: usize,
 }

@@ -8,7 +8,9 @@ use super::values::{
     non_empty, parse_bs, parse_distribution, parse_flag, parse_int, parse_iodepth, parse_offset, parse_pct, parse_rw,
     parse_size, parse_time_ns, parse_write_hint,
 };
-use super::{DriveSetting, FioError, FioWarning, Job, JobFile, SizeSpec, IGNORED_KEYS, MAX_LINE_BYTES, MAX_NUMJOBS};
+use super::{
+    DriveSetting, FioError, FioWarning, Job, JobFile, OptionLine, SizeSpec, IGNORED_KEYS, MAX_LINE_BYTES, MAX_NUMJOBS,
+};
 use crate::input::Shown;
 use crate::workload::access::{Distribution, Rw};
 
@@ -214,22 +216,15 @@ impl Key {
     }
 }
 
-/// Where an option got its current value: the key as written, the value
-/// and its line (used for errors found only once the job is complete).
-#[derive(Clone)]
-struct Origin {
-    key: String,
-    value: String,
-    line: usize,
-}
-
 /// A job under construction: fio defaults, then `[global]`, then its own lines.
 #[derive(Clone)]
 struct Builder {
     job: Job,
     name: Option<String>,
     refill_explicit: bool,
-    origins: HashMap<Key, Origin>,
+    /// Where each option got its current value (for errors found only
+    /// once the job is complete, and [`Job::set_at`]).
+    origins: HashMap<Key, OptionLine>,
 }
 
 impl Default for Builder {
@@ -261,6 +256,7 @@ impl Default for Builder {
                 group_reporting: false,
                 numjobs: 1,
                 options: Vec::new(),
+                set_at: Vec::new(),
                 line: 0,
             },
             name: None,
@@ -328,7 +324,7 @@ impl Builder {
                 }
             }
         }
-        self.origins.insert(canon, Origin { key: key.to_string(), value: value.unwrap_or("").to_string(), line });
+        self.origins.insert(canon, OptionLine { key: key.to_string(), value: value.unwrap_or("").to_string(), line });
         Ok(())
     }
 
@@ -337,7 +333,7 @@ impl Builder {
         let Builder { mut job, name, refill_explicit, origins } = self;
         // Every non-default value has an origin; fall back to the header line.
         let bad_at = |k: Key, reason: String| match origins.get(&k) {
-            Some(o) => FioError::BadValue { key: o.key.clone(), value: o.value.clone(), line: o.line, reason },
+            Some(o) => o.bad(reason),
             None => FioError::BadValue { key: format!("{k:?}"), value: String::new(), line, reason },
         };
         if job.time_based && job.runtime_ns.is_none() {
@@ -368,6 +364,8 @@ impl Builder {
         }
         job.name = name.unwrap_or(section);
         job.line = line;
+        job.set_at = origins.into_values().collect();
+        job.set_at.sort_by_key(|o| o.line);
         Ok(job)
     }
 }

@@ -3,6 +3,7 @@
 use super::parse::Key;
 use super::values::RW_VALUES;
 use super::*;
+use crate::workload::job::Limit;
 
 const GIB: u64 = 1 << 30;
 
@@ -134,6 +135,7 @@ fn defaults_match_fio() {
         group_reporting: false,
         numjobs: 1,
         options: Vec::new(),
+        set_at: Vec::new(),
         line: 1,
     };
     assert_eq!(j, expected);
@@ -488,7 +490,7 @@ fn ignored_options_parse_with_one_warning_each_and_record_what_was_written() {
 fn a_size_beyond_the_drive_is_an_error_not_a_clamp() {
     let file = parse("[a]\nrw=write\nsize=1g\n").unwrap();
     let e = file.specs(512 << 20, 1).unwrap_err().to_string();
-    assert!(e.contains("size=1073741824") && e.contains("runs past"), "{e}");
+    assert!(e.contains("line 3: bad value '1g' for 'size'") && e.contains("runs past"), "{e}");
     assert!(file.specs(1 << 30, 1).is_ok());
     let file = parse("[a]\nrw=write\nsize=512m\noffset=1m\n").unwrap();
     assert!(file.specs(512 << 20, 1).is_err(), "the offset counts");
@@ -542,4 +544,17 @@ fn long_keys_and_lines_and_many_jobs_cost_little() {
     let started = std::time::Instant::now();
     assert_eq!(err(&text), FioError::DuplicateJob { name: "j0".into(), line: 100_001, first_line: 1 });
     assert!(started.elapsed().as_secs() < 5, "{:?}", started.elapsed());
+}
+
+#[test]
+fn number_ios_never_extends_a_job_and_io_size_is_bounded_by_drive_passes() {
+    let limit = |text: &str| parse(text).unwrap().specs(64 << 20, 1).map(|s| s[0].limit);
+    let j = "[j]\nrw=randwrite\nsize=1m\n";
+    assert_eq!(limit(&format!("{j}number_ios=18446744073709551615\n")).unwrap(), Limit::Ops(256));
+    assert_eq!(limit(&format!("{j}number_ios=10\n")).unwrap(), Limit::Ops(10));
+    assert_eq!(limit(&format!("{j}number_ios=100000\nio_size=2m\n")).unwrap(), Limit::Ops(512));
+    let most = (64 << 20) * MAX_DRIVE_PASSES;
+    assert_eq!(limit(&format!("{j}io_size={most}\n")).unwrap(), Limit::Bytes(most));
+    let e = limit(&format!("[global]\nio_limit={}\n{j}", most + 1)).unwrap_err().to_string();
+    assert!(e.contains("line 2: bad value") && e.contains("'io_limit'") && e.contains("1000 passes"), "{e}");
 }
