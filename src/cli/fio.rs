@@ -186,11 +186,13 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
             None => Failure::Usage(text),
         }
     })?;
-    args.drive.check_memory(&cfg, 1).map_err(Failure::Usage)?;
-    let (mut drive, _lock) = open_drive(cfg, args.image.as_deref())?;
-    let capacity = drive.config().logical_bytes;
+    // An image of another config is refused, so the plan is the drive's.
     let groups =
-        file.plan(capacity, drive.config().seed).map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
+        file.plan(cfg.logical_bytes, cfg.seed).map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
+    args.drive
+        .check_run_memory(&cfg, 1, fio::memory_beside(&groups, &cfg))
+        .map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
+    let (mut drive, _lock) = open_drive(cfg, args.image.as_deref())?;
     // fio's write_hint: a stream per job, which the model keeps per LBA.
     let streams = drive.config().placement.streams;
     if let Some(job) = file.jobs.iter().find(|j| j.write_hint >= streams) {

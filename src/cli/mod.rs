@@ -13,7 +13,7 @@ use clap::{Args, ValueEnum};
 use duraflash::config::overrides::{Capacity, DriveOverrides};
 use duraflash::config::{DriveConfig, GcPolicy, Media, StreamInference};
 use duraflash::content::pattern::DataSpec;
-use duraflash::device::memory::{MemoryEstimate, MemoryLimit};
+use duraflash::device::memory::{MemoryEstimate, MemoryLimit, Part};
 use duraflash::device::resume::{self, ResumeError};
 use duraflash::image::ImageLock;
 use duraflash::workload::access::Access;
@@ -230,14 +230,21 @@ impl DriveArgs {
     /// Refuses `drives` drives of `cfg` if their memory estimate is over
     /// `--memory-limit` (default: the memory the machine has available).
     pub(crate) fn check_memory(&self, cfg: &DriveConfig, drives: u32) -> Result<(), String> {
+        self.check_run_memory(cfg, drives, Vec::new())
+    }
+
+    /// [`DriveArgs::check_memory`] for a run that also holds `beside`
+    /// beside its drives (a fio run's job buffers).
+    pub(crate) fn check_run_memory(&self, cfg: &DriveConfig, drives: u32, beside: Vec<Part>) -> Result<(), String> {
         let limit = match self.memory_limit {
             Some(bytes) => Some(MemoryLimit { bytes, source: "--memory-limit" }),
             None => MemoryLimit::machine(),
         };
+        let what = if beside.is_empty() { "the drive" } else { "the run" };
         match limit {
-            Some(limit) => MemoryEstimate::of(cfg, drives).check(&limit).map_err(|e| {
+            Some(limit) => MemoryEstimate::of(cfg, drives).with_beside(beside).check(&limit).map_err(|e| {
                 let hint = if self.memory_limit.is_some() { "" } else { "; --memory-limit sets another limit" };
-                format!("the drive {e}{hint}")
+                format!("{what} {e}{hint}")
             }),
             None => Ok(()),
         }

@@ -131,6 +131,13 @@ impl HostQueue {
         }
     }
 
+    /// The most bytes a queue of `depth` holds over `commands` commands:
+    /// the completion time of each in flight, twice over for the deque's
+    /// growth by doubling.
+    pub fn bytes_for(depth: u32, commands: u64) -> u64 {
+        u64::from(depth.max(1)).min(commands).saturating_mul(2 * std::mem::size_of::<SimTime>() as u64)
+    }
+
     /// Commands completed from now on count as `kind`.
     pub fn set_kind(&mut self, kind: CommandKind) {
         self.kind = kind as usize;

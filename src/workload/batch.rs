@@ -5,7 +5,9 @@
 //!
 //! Owns the batch's buffer: one `bs`-sized slot per request when the
 //! device needs content, else one shared zeroed request (a content-free
-//! drive ignores the bytes). It does not pick addresses or decide when to
+//! drive ignores the bytes), allocated at the first flush, so a job that
+//! never writes holds none ([`WriteBatch::bytes_for`] sizes it before any
+//! run). It does not pick addresses or decide when to
 //! flush; `trace::replay` keeps its own writer, whose requests differ in
 //! size and carry per-record content and line numbers.
 
@@ -25,6 +27,7 @@ pub struct WriteBatch {
     /// Requests per batch: 1 to the `max_requests` asked for, within BATCH_BYTES.
     max: usize,
     lbas: Vec<Lba>,
+    /// Empty until the first flush.
     buf: Vec<u8>,
 }
 
@@ -33,9 +36,29 @@ impl WriteBatch {
     /// they would pass [`BATCH_BYTES`], at least one); `content`: whether
     /// the device needs the bytes ([`BlockDevice::needs_content`]).
     pub fn new(content: bool, bs: u64, max_requests: usize) -> Self {
-        let bs = bs as usize;
-        let max = BATCH_BYTES.checked_div(bs).unwrap_or(1).clamp(1, max_requests.max(1));
-        WriteBatch { content, bs, max, lbas: Vec::new(), buf: vec![0; if content { bs * max } else { bs }] }
+        WriteBatch {
+            content,
+            bs: bs as usize,
+            max: Self::requests(bs, max_requests),
+            lbas: Vec::new(),
+            buf: Vec::new(),
+        }
+    }
+
+    /// Requests a batch of `bs`-byte writes holds at most, `max_requests`
+    /// asked for.
+    fn requests(bs: u64, max_requests: usize) -> usize {
+        (BATCH_BYTES as u64).checked_div(bs).map_or(1, |n| n as usize).clamp(1, max_requests.max(1))
+    }
+
+    /// The bytes the buffer of [`WriteBatch::new`]`(content, bs,
+    /// max_requests)` holds once it has written.
+    pub fn bytes_for(content: bool, bs: u64, max_requests: usize) -> u64 {
+        if content {
+            bs.saturating_mul(Self::requests(bs, max_requests) as u64)
+        } else {
+            bs
+        }
     }
 
     /// Requests a batch holds at most.
@@ -76,6 +99,9 @@ impl WriteBatch {
             return Ok(());
         }
         let bs = self.bs;
+        if self.buf.is_empty() {
+            self.buf = vec![0; if self.content { bs * self.max } else { bs }];
+        }
         if self.content {
             content.fill_batch(&self.lbas, &mut self.buf[..self.lbas.len() * bs]);
         }

@@ -207,7 +207,7 @@ where
     }
     let mut gens =
         specs.iter().map(|s| PatternGen::new(s.data, unit_seed(s.seed, 1))).collect::<Result<Vec<_>, _>>()?;
-    let batch = |s: &JobSpec| if specs.len() > 1 { WRITE_BATCH.min(s.iodepth as usize) } else { WRITE_BATCH };
+    let batch = |s: &JobSpec| group_batch(s, specs.len());
     let mut jobs = specs.iter().map(|s| Running::new(drive, s, batch(s))).collect::<Result<Vec<_>, _>>()?;
     let mut steps = 0u64;
     loop {
@@ -225,6 +225,51 @@ where
     progress(1.0);
     let total = Running::merged(&jobs);
     Ok(GroupResult { jobs: jobs.iter().map(Running::result).collect(), total })
+}
+
+/// Writes a job's batch gathers when it runs with `jobs` jobs in all.
+fn group_batch(spec: &JobSpec, jobs: usize) -> usize {
+    if jobs > 1 {
+        WRITE_BATCH.min(spec.iodepth as usize)
+    } else {
+        WRITE_BATCH
+    }
+}
+
+/// What jobs run together by [`run_group`] hold beside the drive at most,
+/// sized from their specs before anything is allocated.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GroupMemory {
+    /// The write batches of the jobs that write ([`WriteBatch::bytes_for`]:
+    /// up to 64 requests within 16 MiB, or one request of a larger `bs`).
+    pub write_buffers: u64,
+    /// The queues' completion times ([`HostQueue::bytes_for`]).
+    pub queues: u64,
+    /// The largest command, in bytes: the drive's working state for a
+    /// command grows with it.
+    pub largest_command: u64,
+}
+
+impl GroupMemory {
+    /// `specs` run together on a drive that needs written bytes when
+    /// `content` ([`BlockDevice::needs_content`]).
+    pub fn of(specs: &[JobSpec], content: bool) -> Self {
+        let mut m = GroupMemory::default();
+        for s in specs {
+            if s.rw.does_write() {
+                let batch = WriteBatch::bytes_for(content, s.bs, group_batch(s, specs.len()));
+                m.write_buffers = m.write_buffers.saturating_add(batch);
+            }
+            let commands = match s.limit {
+                Limit::Ops(n) => n,
+                Limit::Bytes(b) => b.div_ceil(s.bs.max(1)),
+                Limit::Time(_) => u64::MAX,
+            };
+            m.queues = m.queues.saturating_add(HostQueue::bytes_for(s.iodepth, commands));
+            m.largest_command = m.largest_command.max(s.bs);
+        }
+        m
+    }
 }
 
 /// A job under way: its offset streams, queue, pending writes and counts.

@@ -3,10 +3,12 @@
 //! applied on top of the drive settings a command was given.
 
 use crate::config::overrides::{parse_op, DriveOverrides};
+use crate::config::{DriveConfig, Media};
 use crate::content::pattern::{unit_seed, DataSpec};
+use crate::device::memory::{command_bytes, Part};
 use crate::input::Shown;
 use crate::units::ByteSize;
-use crate::workload::job::{JobSpec, Limit};
+use crate::workload::job::{GroupMemory, JobSpec, Limit};
 use crate::workload::WorkloadError;
 
 use super::parse::Key;
@@ -66,6 +68,26 @@ impl Job {
             seed: self.randseed.unwrap_or(seed),
         })
     }
+}
+
+/// What a run of `groups` holds beside its drive of `config` at most, as
+/// parts of its memory estimate named by the fio options they grow with:
+/// the write buffers and queues of the group that holds most (groups run
+/// in turn), and the drive's working state for the largest command.
+pub fn memory_beside(groups: &[Group], config: &DriveConfig) -> Vec<Part> {
+    // What Drive::needs_content says of a drive of this config.
+    let content = config.compression || config.dedup || config.media == Media::Memory;
+    let each: Vec<GroupMemory> = groups
+        .iter()
+        .map(|g| GroupMemory::of(&g.members.iter().map(|m| m.spec.clone()).collect::<Vec<_>>(), content))
+        .collect();
+    let peak = each.iter().max_by_key(|m| m.write_buffers.saturating_add(m.queues)).copied().unwrap_or_default();
+    let largest = each.iter().map(|m| m.largest_command).max().unwrap_or(0);
+    vec![
+        Part { name: "job write buffers", bytes: peak.write_buffers, grows_with: "bs, numjobs" },
+        Part { name: "job queues", bytes: peak.queues, grows_with: "iodepth, numjobs" },
+        Part { name: "command working state", bytes: command_bytes(config, largest), grows_with: "bs" },
+    ]
 }
 
 impl JobFile {

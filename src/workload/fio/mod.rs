@@ -128,7 +128,7 @@ use thiserror::Error;
 
 use crate::input::Shown;
 pub use crate::workload::access::{Distribution, Rw};
-pub use convert::{Group, Member, DRIVE_KEYS};
+pub use convert::{memory_beside, Group, Member, DRIVE_KEYS};
 pub use parse::parse;
 
 mod convert;
