@@ -460,7 +460,8 @@ pub fn config_diff(a: &DriveConfig, b: &DriveConfig) -> Vec<String> {
 mod tests {
     use super::*;
 
-    fn dir(name: &str) -> PathBuf {
+    /// An empty directory of this test's own (the lock's tests use it too).
+    pub(super) fn dir(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("duraflash-image-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).expect("temp dir");

@@ -92,13 +92,7 @@ impl ImageLock {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn dir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("duraflash-image-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).expect("temp dir");
-        d
-    }
+    use crate::image::tests::dir;
 
     #[test]
     fn an_image_has_one_holder_at_a_time() {
