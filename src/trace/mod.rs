@@ -32,6 +32,10 @@ pub mod target;
 /// near it, and binary garbage without newlines must not be buffered whole).
 pub const MAX_LINE_BYTES: usize = 64 << 10;
 
+/// Most bytes of one overlong line skipped to reach the next line; past
+/// them the input ends with an error.
+const MAX_SKIPPED_BYTES: usize = 16 << 20;
+
 /// Records looked at to detect the format.
 const DETECT_LINES: usize = 16;
 
@@ -334,11 +338,12 @@ impl TraceReader {
         if n == 0 {
             return Ok(RawLine::Eof);
         }
-        self.line += 1;
         if buf.last() == Some(&b'\n') {
             buf.pop();
         } else if buf.len() > MAX_LINE_BYTES {
-            // Drop the rest of the overlong line.
+            // Drop the rest of the overlong line, up to a bound: a stream
+            // without line ends (`/dev/zero`) is not a trace.
+            let mut dropped = buf.len();
             loop {
                 let avail = self.input.fill_buf()?;
                 if avail.is_empty() {
@@ -352,11 +357,18 @@ impl TraceReader {
                     None => {
                         let len = avail.len();
                         self.input.consume(len);
+                        dropped += len;
                     }
                 }
+                if dropped > MAX_SKIPPED_BYTES {
+                    let why = format!("no line end in {} MiB: not a text trace", MAX_SKIPPED_BYTES >> 20);
+                    return Err(io::Error::new(io::ErrorKind::InvalidData, why));
+                }
             }
+            self.line += 1;
             return Ok(RawLine::TooLong);
         }
+        self.line += 1;
         Ok(RawLine::Text(buf))
     }
 }
@@ -493,6 +505,19 @@ mod tests {
         assert_eq!(got.len(), 2);
         assert!(got[0].as_ref().unwrap_err().contains("longer than"));
         assert_eq!(got[1].as_ref().unwrap().line, 2);
+    }
+
+    #[test]
+    fn a_stream_without_line_ends_ends_the_trace_with_an_error() {
+        let endless = io::Cursor::new(b"1,h,0,Write,0,4096,1\n".to_vec()).chain(io::repeat(0));
+        let got: Vec<_> = TraceReader::new(endless, None, ParseOptions::default()).unwrap().collect();
+        assert_eq!(got.len(), 2, "the record, then the error; the iterator ends");
+        assert_eq!(got[0].as_ref().unwrap().line, 1);
+        let e = got[1].as_ref().unwrap_err().to_string();
+        assert!(e.contains("line 2") && e.contains("no line end in 16 MiB: not a text trace"), "{e}");
+        // Nothing but the stream: detection fails the same way.
+        let e = TraceReader::new(io::repeat(b'x'), None, ParseOptions::default()).err().unwrap();
+        assert!(e.to_string().contains("no line end in 16 MiB"), "{e}");
     }
 
     #[test]
