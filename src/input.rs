@@ -1,5 +1,5 @@
 //! What users hand the tool, kept in bounds: a file read whole only up
-//! to a size cap ([`read_capped`]), and user text echoed in a message
+//! to a size cap ([`read_capped`], [`read_bytes_capped`]), and user text echoed in a message
 //! shortened and with its control characters escaped ([`Shown`]).
 //!
 //! Owns no caps itself: each kind of file's owner sets its own (a job
@@ -68,9 +68,11 @@ pub enum ReadError {
     },
 }
 
-/// `4 MiB`, or bytes when not a whole number of MiB.
+/// `1 GiB`, `4 MiB`, or bytes when not a whole number of MiB.
 fn mib(bytes: u64) -> String {
-    if bytes.is_multiple_of(1 << 20) {
+    if bytes.is_multiple_of(1 << 30) {
+        format!("{} GiB", bytes >> 30)
+    } else if bytes.is_multiple_of(1 << 20) {
         format!("{} MiB", bytes >> 20)
     } else {
         format!("{bytes} bytes")
@@ -81,12 +83,29 @@ fn mib(bytes: u64) -> String {
 /// bytes: a device such as `/dev/zero` or a huge sparse file is refused
 /// once `cap` bytes are read instead of being read into memory.
 pub fn read_capped(path: &Path, cap: u64, what: &'static str) -> Result<String, ReadError> {
+    let bytes = read_bytes_capped(path, cap, what)?;
+    String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e).into())
+}
+
+/// The bytes of `path`, a `what`, read whole only if it holds at most
+/// `cap` bytes ([`read_capped`] for data that need not be text).
+/// A regular file's size is checked before anything is read, and its bytes
+/// are read into a buffer of that size reserved at once.
+pub fn read_bytes_capped(path: &Path, cap: u64, what: &'static str) -> Result<Vec<u8>, ReadError> {
+    let file = std::fs::File::open(path)?;
+    let len = file.metadata()?.len();
+    if len > cap {
+        return Err(ReadError::TooLarge { what, cap });
+    }
     let mut bytes = Vec::new();
-    std::fs::File::open(path)?.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
+    // One more byte than the size tells a file that grew past it apart.
+    let want = usize::try_from(len.saturating_add(1)).unwrap_or(usize::MAX);
+    bytes.try_reserve_exact(want).map_err(|e| std::io::Error::new(std::io::ErrorKind::OutOfMemory, e))?;
+    file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > cap {
         return Err(ReadError::TooLarge { what, cap });
     }
-    String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e).into())
+    Ok(bytes)
 }
 
 #[cfg(test)]
@@ -114,6 +133,8 @@ mod tests {
         assert_eq!(e.to_string(), "more than the 4 bytes a test file may hold");
         std::fs::write(&path, [0xff, 0xfe]).unwrap();
         assert!(matches!(read_capped(&path, 4, "test file"), Err(ReadError::Io(_))), "not UTF-8");
+        assert_eq!(read_bytes_capped(&path, 2, "test file").unwrap(), [0xff, 0xfe], "bytes need not be text");
+        assert!(matches!(read_bytes_capped(&path, 1, "test file"), Err(ReadError::TooLarge { cap: 1, .. })));
         if cfg!(target_os = "linux") {
             let e = read_capped(Path::new("/dev/zero"), 1 << 20, "job file").unwrap_err();
             assert_eq!(e.to_string(), "more than the 1 MiB a job file may hold");

@@ -140,6 +140,43 @@ fn job_files_configs_and_reports_larger_than_any_real_one_are_refused_naming_the
 }
 
 #[test]
+fn corpora_sweep_results_and_traces_without_line_ends_are_refused_naming_the_file_and_the_cap() {
+    let dir = scratch("data");
+    // Sparse files: their sizes are refused before a byte is read.
+    let corpus = dir.join("disk.img");
+    std::fs::File::create(&corpus).unwrap().set_len(2 << 30).unwrap();
+    let corpus = corpus.to_str().unwrap();
+    usage_error(
+        &duraflash_capped(&["corpus", corpus, "--capacity", "64MiB"]),
+        &format!("{corpus}: more than the 1 GiB a corpus may hold"),
+    );
+    let one = dir.join("one");
+    std::fs::create_dir_all(&one).unwrap();
+    std::fs::File::create(one.join("point-0.json")).unwrap().set_len((64 << 20) + 1).unwrap();
+    usage_error(
+        &duraflash_capped(&["sweep", "--merge", one.to_str().unwrap()]),
+        "point-0.json: more than the 64 MiB a sweep result may hold",
+    );
+    let many = dir.join("many");
+    std::fs::create_dir_all(&many).unwrap();
+    for i in 0..17 {
+        std::fs::File::create(many.join(format!("point-{i}.json"))).unwrap().set_len(64 << 20).unwrap();
+    }
+    usage_error(
+        &duraflash_capped(&["sweep", "--merge", many.to_str().unwrap()]),
+        "the .json files hold more than the 1 GiB a merge reads",
+    );
+    if cfg!(target_os = "linux") {
+        // It used to skip an endless first line for ever.
+        usage_error(
+            &duraflash_capped(&["replay", "/dev/zero", "--capacity", "64MiB"]),
+            "/dev/zero: line 1: cannot read the trace: no line end in 16 MiB: not a text trace",
+        );
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
 fn echoed_values_are_cut_to_80_characters_with_control_characters_escaped() {
     let dir = scratch("echo");
     let cases = [

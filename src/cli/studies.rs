@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use duraflash::config::overrides::Capacity;
 use duraflash::config::{DriveConfig, GcPolicy, Media};
+use duraflash::device::memory::Part;
 use duraflash::host::smart::Smart;
 use duraflash::lab::check_drive_writes;
 use duraflash::lab::plot;
@@ -77,6 +78,12 @@ pub(crate) fn corpus(args: CorpusArgs) -> Result<(), Failure> {
     } else {
         args.corpora.clone()
     };
+    let mut held = 0u64;
+    for n in &names {
+        held += Corpus::held_bytes(n, &dir).map_err(|e| Failure::Usage(e.to_string()))?;
+    }
+    let beside = vec![Part { name: "corpora", bytes: held, grows_with: "the corpora named" }];
+    args.drive.check_run_memory(&cfg, 2, beside).map_err(Failure::Usage)?;
     let corpora: Vec<Corpus> = names
         .iter()
         .map(|n| Corpus::load(n, &dir))

@@ -19,6 +19,7 @@ use serde::Deserialize;
 
 use crate::content::pattern::{DataSpec, PatternGen};
 use crate::content::Content;
+use crate::input::{read_bytes_capped, read_capped, ReadError};
 use crate::units::{Lba, SECTOR_BYTES};
 
 /// Bytes of each generated corpus.
@@ -35,6 +36,14 @@ pub const GENERATED: [(&str, &str); 5] = [
 
 /// Seed of the generated corpora.
 const GENERATED_SEED: u64 = 0x5f2281;
+
+/// Most bytes of a corpus file: it is held in memory whole and tiled over
+/// the drive, and a GiB of real data is far more than its compression and
+/// duplicate ratios need (the committed corpora are under 3 MB).
+pub const MAX_CORPUS_BYTES: u64 = 1 << 30;
+
+/// Most bytes of `manifest.toml` (the committed one is under 3 KB).
+const MAX_MANIFEST_BYTES: u64 = 1 << 20;
 
 /// What can go wrong finding or reading a corpus.
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +75,24 @@ pub enum CorpusError {
     /// The file holds no bytes.
     #[error("{0}: empty file")]
     Empty(PathBuf),
+    /// The file holds more than a corpus or manifest may.
+    #[error("{path}: {source}")]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The cap it passed.
+        source: ReadError,
+    },
+}
+
+impl CorpusError {
+    /// `path`'s read failure as a corpus error.
+    fn read(path: &Path, e: ReadError) -> Self {
+        match e {
+            ReadError::Io(source) => CorpusError::Io { path: path.into(), source },
+            e @ ReadError::TooLarge { .. } => CorpusError::TooLarge { path: path.into(), source: e },
+        }
+    }
 }
 
 /// One entry of `corpora/manifest.toml`.
@@ -105,9 +132,27 @@ pub fn default_dir() -> PathBuf {
 /// Reads `manifest.toml` in `dir`.
 pub fn manifest(dir: &Path) -> Result<Vec<ManifestEntry>, CorpusError> {
     let path = dir.join("manifest.toml");
-    let text = std::fs::read_to_string(&path).map_err(|source| CorpusError::Io { path: path.clone(), source })?;
+    let text = read_capped(&path, MAX_MANIFEST_BYTES, "corpus manifest").map_err(|e| CorpusError::read(&path, e))?;
     let m: Manifest = toml::from_str(&text).map_err(|e| CorpusError::Manifest { path, reason: e.to_string() })?;
     Ok(m.corpus)
+}
+
+/// The file of corpus `name` (a manifest name, else a path), its kind and
+/// the name it is shown by.
+fn locate(name: &str, dir: &Path) -> Result<(PathBuf, String, String), CorpusError> {
+    let entries = manifest(dir).unwrap_or_default();
+    match entries.iter().find(|e| e.name == name) {
+        Some(e) => Ok((dir.join(&e.file), e.kind.clone(), e.name.clone())),
+        None if Path::new(name).is_file() => {
+            let shown = Path::new(name).file_name().map_or(name.to_string(), |f| f.to_string_lossy().into());
+            Ok((PathBuf::from(name), "file".to_string(), shown))
+        }
+        None => {
+            let mut known: Vec<String> = entries.into_iter().map(|e| e.name).collect();
+            known.extend(GENERATED.iter().map(|(n, _)| n.to_string()));
+            Err(CorpusError::Unknown { name: name.into(), known: known.join(", ") })
+        }
+    }
 }
 
 /// A corpus in memory.
@@ -141,24 +186,28 @@ impl Corpus {
         if let Some(c) = Self::generated(name) {
             return Ok(c);
         }
-        let entries = manifest(dir).unwrap_or_default();
-        let (path, kind, shown) = match entries.iter().find(|e| e.name == name) {
-            Some(e) => (dir.join(&e.file), e.kind.clone(), e.name.clone()),
-            None if Path::new(name).is_file() => {
-                let shown = Path::new(name).file_name().map_or(name.to_string(), |f| f.to_string_lossy().into());
-                (PathBuf::from(name), "file".to_string(), shown)
-            }
-            None => {
-                let mut known: Vec<String> = entries.into_iter().map(|e| e.name).collect();
-                known.extend(GENERATED.iter().map(|(n, _)| n.to_string()));
-                return Err(CorpusError::Unknown { name: name.into(), known: known.join(", ") });
-            }
-        };
-        let bytes = std::fs::read(&path).map_err(|source| CorpusError::Io { path: path.clone(), source })?;
+        let (path, kind, shown) = locate(name, dir)?;
+        let bytes = read_bytes_capped(&path, MAX_CORPUS_BYTES, "corpus").map_err(|e| CorpusError::read(&path, e))?;
         if bytes.is_empty() {
             return Err(CorpusError::Empty(path));
         }
         Ok(Corpus { name: shown, kind, bytes, pattern: None })
+    }
+
+    /// The bytes [`Corpus::load`] would hold for `name`, from the file's
+    /// size without reading it, so a run can check its memory first; a
+    /// file over [`MAX_CORPUS_BYTES`] is refused here as by the load.
+    pub fn held_bytes(name: &str, dir: &Path) -> Result<u64, CorpusError> {
+        if GENERATED.iter().any(|(n, _)| *n == name) {
+            return Ok(GENERATED_BYTES as u64);
+        }
+        let (path, ..) = locate(name, dir)?;
+        let len = std::fs::metadata(&path).map_err(|source| CorpusError::Io { path: path.clone(), source })?.len();
+        if len > MAX_CORPUS_BYTES {
+            let source = ReadError::TooLarge { what: "corpus", cap: MAX_CORPUS_BYTES };
+            return Err(CorpusError::TooLarge { path, source });
+        }
+        Ok(len)
     }
 
     /// A built-in generated corpus.
@@ -310,6 +359,28 @@ mod tests {
         assert_ne!(a, b, "copies differ");
         let (la, lb) = (lz4_len(&a), lz4_len(&b));
         assert!((la as f64 - lb as f64).abs() <= 0.02 * la as f64, "{la} vs {lb}");
+    }
+
+    #[test]
+    fn a_file_over_the_cap_is_refused_by_its_size_before_it_is_read() {
+        let dir = std::env::temp_dir().join(format!("duraflash-corpus-cap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("huge.img");
+        // Sparse: no bytes on disk, and none read.
+        std::fs::File::create(&path).unwrap().set_len(MAX_CORPUS_BYTES + 1).unwrap();
+        let name = path.to_str().unwrap();
+        for e in [Corpus::held_bytes(name, &dir).unwrap_err(), Corpus::load(name, &dir).unwrap_err()] {
+            assert!(matches!(e, CorpusError::TooLarge { .. }), "{e}");
+            assert_eq!(e.to_string(), format!("{name}: more than the 1 GiB a corpus may hold"));
+        }
+        std::fs::File::create(&path).unwrap().set_len(4096).unwrap();
+        assert_eq!(Corpus::held_bytes(name, &dir).unwrap(), 4096);
+        assert_eq!(Corpus::load(name, &dir).unwrap().bytes().len(), 4096);
+        assert_eq!(Corpus::held_bytes("random", &dir).unwrap(), GENERATED_BYTES as u64);
+        std::fs::write(dir.join("manifest.toml"), vec![b'#'; MAX_MANIFEST_BYTES as usize + 1]).unwrap();
+        let e = manifest(&dir).unwrap_err();
+        assert!(e.to_string().ends_with("more than the 1 MiB a corpus manifest may hold"), "{e}");
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

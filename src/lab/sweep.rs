@@ -17,6 +17,7 @@ use crate::config::overrides::Capacity;
 use crate::config::{DriveConfig, GcPolicy, Media};
 use crate::content::pattern::{unit_seed, DataSpec};
 use crate::device::Drive;
+use crate::input::{read_capped, ReadError};
 use crate::lab::plot::{LineChart, Series};
 use crate::lab::wa::{self, WaSpec};
 use crate::lab::StudyError;
@@ -244,6 +245,13 @@ pub fn run_points(
         .collect()
 }
 
+/// Most bytes of one sweep result file (a point's is a few KiB; a merged
+/// grid of thousands of points is a few MiB).
+pub const MAX_RESULT_BYTES: u64 = 64 << 20;
+
+/// Most bytes a merge reads from all its files together.
+pub const MAX_MERGE_BYTES: u64 = 1 << 30;
+
 /// Why sweep results could not be merged.
 #[derive(Debug, Error)]
 pub enum MergeError {
@@ -257,13 +265,16 @@ pub enum MergeError {
     /// The directory holds no `.json` file.
     #[error("{}: no .json files", dir.display())]
     NoFiles { dir: PathBuf },
-    /// A file cannot be read.
+    /// A file cannot be read, or holds more than a sweep result may.
     #[error("{}: {source}", file.display())]
     Read {
         file: PathBuf,
         #[source]
-        source: std::io::Error,
+        source: ReadError,
     },
+    /// The results together hold more than a merge reads.
+    #[error("{}: the .json files hold more than the {} GiB a merge reads", dir.display(), MAX_MERGE_BYTES >> 30)]
+    TooMuch { dir: PathBuf },
     /// A file that is not a sweep result.
     #[error("{}: not a sweep result: {source}", file.display())]
     NotASweep {
@@ -277,9 +288,17 @@ pub enum MergeError {
 }
 
 impl MergeError {
-    /// Whether the directory asked for is wrong (rather than a file in it).
+    /// Whether the directory asked for is wrong (rather than a file in it
+    /// unreadable or not a sweep's): missing, empty of results, or holding
+    /// more than results ever do.
     pub fn is_usage(&self) -> bool {
-        matches!(self, MergeError::Dir { .. } | MergeError::NoFiles { .. })
+        matches!(
+            self,
+            MergeError::Dir { .. }
+                | MergeError::NoFiles { .. }
+                | MergeError::TooMuch { .. }
+                | MergeError::Read { source: ReadError::TooLarge { .. }, .. }
+        )
     }
 }
 
@@ -293,9 +312,14 @@ pub fn merge(dir: &Path) -> Result<SweepRun, MergeError> {
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     files.sort();
+    let total: u64 = files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
+    if total > MAX_MERGE_BYTES {
+        return Err(MergeError::TooMuch { dir: dir.into() });
+    }
     let mut merged: Option<SweepRun> = None;
     for f in &files {
-        let text = std::fs::read_to_string(f).map_err(|source| MergeError::Read { file: f.clone(), source })?;
+        let text = read_capped(f, MAX_RESULT_BYTES, "sweep result")
+            .map_err(|source| MergeError::Read { file: f.clone(), source })?;
         let part: SweepRun =
             serde_json::from_str(&text).map_err(|source| MergeError::NotASweep { file: f.clone(), source })?;
         match &mut merged {
