@@ -178,6 +178,21 @@ fn text_width(px: f64, text: &str) -> i32 {
     (0.6 * px * text.chars().count() as f64).ceil() as i32
 }
 
+/// Whether a polyline's x's strictly increase.
+fn rightward(pts: &[(f64, f64)]) -> bool {
+    pts.windows(2).all(|w| w[0].0 < w[1].0)
+}
+
+/// The y of a [`rightward`] polyline at `x`, if `x` lies within it.
+fn y_at(pts: &[(f64, f64)], x: f64) -> Option<f64> {
+    let i = pts.partition_point(|p| p.0 < x);
+    match (i.checked_sub(1).and_then(|j| pts.get(j)), pts.get(i)) {
+        (_, Some(q)) if q.0 == x => Some(q.1),
+        (Some(p), Some(q)) => Some(p.1 + (q.1 - p.1) * (x - p.0) / (q.0 - p.0)),
+        _ => None,
+    }
+}
+
 /// Draws a line chart into an SVG file at `path`.
 pub fn line_chart(path: &Path, chart: &LineChart) -> Result<(), PlotError> {
     check_size(chart.width, chart.height)?;
@@ -195,13 +210,22 @@ pub fn line_chart(path: &Path, chart: &LineChart) -> Result<(), PlotError> {
     let all = || series.iter().flatten();
     let has_data = all().next().is_some();
     let (xs, ys) = (bounds(all().map(|p| p.0)), bounds(all().map(|p| p.1)));
-    // The first earlier series each one lies under, if any: the same x's,
-    // and y's closer than the line is wide.
+    // The first earlier series each one lies under, if any: y's closer than
+    // the line is wide, at the same x's or, for lines drawn left to right,
+    // along each other over the later one's extent (a review's two-point
+    // level over a measured curve).
     let span = ys.map_or(0.0, |(lo, hi)| if chart.y_from_zero { hi.max(0.0) - lo.min(0.0) } else { hi - lo });
+    let near = |y: f64, on: Option<f64>| on.is_some_and(|v| (y - v).abs() <= HIDDEN_SHARE * span);
     let under = |a: &[(f64, f64)], b: &[(f64, f64)]| {
-        !a.is_empty()
-            && a.len() == b.len()
-            && a.iter().zip(b).all(|(p, q)| p.0 == q.0 && (p.1 - q.1).abs() <= HIDDEN_SHARE * span)
+        let same_xs = a.len() == b.len() && a.iter().zip(b).all(|(p, q)| p.0 == q.0 && near(p.1, Some(q.1)));
+        let along = || {
+            let (Some(first), Some(last)) = (a.first(), a.last()) else { return false };
+            rightward(a)
+                && rightward(b)
+                && a.iter().all(|p| near(p.1, y_at(b, p.0)))
+                && b.iter().filter(|q| (first.0..=last.0).contains(&q.0)).all(|q| near(q.1, y_at(a, q.0)))
+        };
+        !a.is_empty() && (same_xs || along())
     };
     let same_as: Vec<Option<usize>> =
         (0..series.len()).map(|i| (0..i).find(|&j| under(&series[i], &series[j]))).collect();
@@ -444,27 +468,31 @@ mod tests {
 
     #[test]
     fn a_series_under_an_earlier_one_is_dashed_and_named() {
-        let polylines = |name: &str, second: Vec<(f64, f64)>| {
-            let chart = LineChart {
-                series: vec![
-                    Series { name: "after TRIM".into(), points: curve(64, |_| 254.0) },
-                    Series { name: "after 2nd TRIM".into(), points: second },
-                ],
-                y_from_zero: true,
-                ..Default::default()
-            };
-            let path = out(name);
-            line_chart(&path, &chart).unwrap();
-            std::fs::read_to_string(&path).unwrap()
+        let polylines = |name: &str, first: Vec<(f64, f64)>, second: Vec<(f64, f64)>| {
+            let series = vec![
+                Series { name: "after TRIM".into(), points: first },
+                Series { name: "after 2nd TRIM".into(), points: second },
+            ];
+            line_chart(&out(name), &LineChart { series, y_from_zero: true, ..Default::default() }).unwrap();
+            std::fs::read_to_string(out(name)).unwrap()
         };
-        let same = polylines("same.svg", curve(64, |_| 254.0));
-        let near = polylines("near.svg", curve(64, |_| 254.5));
-        let apart = polylines("apart.svg", curve(64, |_| 250.0));
+        let flat = || curve(64, |_| 254.0);
+        let same = polylines("same.svg", flat(), curve(64, |_| 254.0));
+        let near = polylines("near.svg", flat(), curve(64, |_| 254.5));
+        let apart = polylines("apart.svg", flat(), curve(64, |_| 250.0));
         assert!(same.contains("after 2nd TRIM (= after TRIM)"), "the legend names the series it hides");
         assert!(near.contains("after 2nd TRIM (≈ after TRIM)"), "a series within a line's width is hidden too");
         assert!(!apart.contains("(= ") && !apart.contains("(≈ "));
         let count = |svg: &str| svg.matches("<polyline").count();
         assert!(count(&same) > count(&apart) + 10, "drawn in dashes: {} vs {}", count(&same), count(&apart));
+        // A review's level, two points, over a measured curve of 65.
+        let level = |y: f64| vec![(0.0, y), (240.0, y)];
+        assert!(polylines("level.svg", flat(), level(254.0)).contains("(≈ after TRIM)"), "a level on the curve");
+        assert!(!polylines("level-apart.svg", flat(), level(250.0)).contains("(≈ "), "a level apart from it");
+        let dip = curve(64, |x| if (100.0..140.0).contains(&x) { 230.0 } else { 254.0 });
+        assert!(!polylines("dip.svg", dip, level(254.0)).contains("(≈ "), "a curve that leaves the level shows");
+        assert_eq!(y_at(&[(0.0, 0.0), (2.0, 4.0)], 0.5), Some(1.0));
+        assert_eq!(y_at(&[(0.0, 0.0), (2.0, 4.0)], 3.0), None);
     }
 
     #[test]
