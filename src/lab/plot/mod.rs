@@ -12,8 +12,10 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 mod layout;
+mod overlap;
 
 use layout::*;
+use overlap::Overlap;
 /// Error while rendering or writing a chart.
 #[derive(Debug)]
 pub struct PlotError(pub String);
@@ -40,8 +42,9 @@ pub struct Series {
 }
 
 /// A line chart with one curve per series; series 9 and up are dashed, and
-/// so is a series identical to an earlier one (drawn over it, it would hide
-/// it), whose legend entry names that series. A model's curve (see
+/// so is a series lying on an earlier one (drawn over it, it would hide
+/// it), whose legend entry names that series; a series that later ones lie
+/// on for a stretch is drawn wider, to show along their edges. A model's curve (see
 /// [`LineChart::models`]) takes the colour of the series it models and is
 /// drawn thin and dashed, without markers, so the measured points stay
 /// visible under it.
@@ -139,9 +142,6 @@ impl Default for BarChart {
 const DEFAULT_WIDTH: u32 = 900;
 const DEFAULT_HEIGHT: u32 = 500;
 const FONT: &str = "sans-serif";
-/// A series whose y's all lie within this share of the y axis's span of
-/// an earlier one's is drawn under it: dashed, and named in the legend.
-const HIDDEN_SHARE: f64 = 0.005;
 /// Okabe-Ito colour-blind-safe palette (yellow swapped for olive, which reads on white).
 const PALETTE: [RGBColor; 8] = [
     RGBColor(0x00, 0x72, 0xB2),
@@ -178,21 +178,6 @@ fn text_width(px: f64, text: &str) -> i32 {
     (0.6 * px * text.chars().count() as f64).ceil() as i32
 }
 
-/// Whether a polyline's x's strictly increase.
-fn rightward(pts: &[(f64, f64)]) -> bool {
-    pts.windows(2).all(|w| w[0].0 < w[1].0)
-}
-
-/// The y of a [`rightward`] polyline at `x`, if `x` lies within it.
-fn y_at(pts: &[(f64, f64)], x: f64) -> Option<f64> {
-    let i = pts.partition_point(|p| p.0 < x);
-    match (i.checked_sub(1).and_then(|j| pts.get(j)), pts.get(i)) {
-        (_, Some(q)) if q.0 == x => Some(q.1),
-        (Some(p), Some(q)) => Some(p.1 + (q.1 - p.1) * (x - p.0) / (q.0 - p.0)),
-        _ => None,
-    }
-}
-
 /// Draws a line chart into an SVG file at `path`.
 pub fn line_chart(path: &Path, chart: &LineChart) -> Result<(), PlotError> {
     check_size(chart.width, chart.height)?;
@@ -210,25 +195,11 @@ pub fn line_chart(path: &Path, chart: &LineChart) -> Result<(), PlotError> {
     let all = || series.iter().flatten();
     let has_data = all().next().is_some();
     let (xs, ys) = (bounds(all().map(|p| p.0)), bounds(all().map(|p| p.1)));
-    // The first earlier series each one lies under, if any: y's closer than
-    // the line is wide, at the same x's or, for lines drawn left to right,
-    // along each other over the later one's extent (a review's two-point
-    // level over a measured curve).
+    // The first earlier series each one lies wholly on, if any.
     let span = ys.map_or(0.0, |(lo, hi)| if chart.y_from_zero { hi.max(0.0) - lo.min(0.0) } else { hi - lo });
-    let near = |y: f64, on: Option<f64>| on.is_some_and(|v| (y - v).abs() <= HIDDEN_SHARE * span);
-    let under = |a: &[(f64, f64)], b: &[(f64, f64)]| {
-        let same_xs = a.len() == b.len() && a.iter().zip(b).all(|(p, q)| p.0 == q.0 && near(p.1, Some(q.1)));
-        let along = || {
-            let (Some(first), Some(last)) = (a.first(), a.last()) else { return false };
-            rightward(a)
-                && rightward(b)
-                && a.iter().all(|p| near(p.1, y_at(b, p.0)))
-                && b.iter().filter(|q| (first.0..=last.0).contains(&q.0)).all(|q| near(q.1, y_at(a, q.0)))
-        };
-        !a.is_empty() && (same_xs || along())
-    };
+    let overlap = Overlap::new(span);
     let same_as: Vec<Option<usize>> =
-        (0..series.len()).map(|i| (0..i).find(|&j| under(&series[i], &series[j]))).collect();
+        (0..series.len()).map(|i| (0..i).find(|&j| overlap.under(&series[i], &series[j]))).collect();
 
     let x = match xs {
         Some((lo, hi)) if chart.x_log2 => log2_axis(lo, hi),
@@ -262,6 +233,7 @@ pub fn line_chart(path: &Path, chart: &LineChart) -> Result<(), PlotError> {
     };
 
     let pens = pens(series.len(), &same_as, &chart.models);
+    let widths = overlap.widths(&series, |i, j| pens[i].model || pens[j].model || same_as[j] == Some(i));
     let mut legend = Legend {
         entries: chart
             .series
@@ -307,14 +279,15 @@ pub fn line_chart(path: &Path, chart: &LineChart) -> Result<(), PlotError> {
     let order = (0..series.len()).filter(|&i| !pens[i].model).chain((0..series.len()).filter(|&i| pens[i].model));
     for i in order {
         let (pts, pen) = (&series[i], pens[i]);
-        let style = PALETTE[pen.colour % PALETTE.len()].stroke_width(if pen.model { 1 } else { 2 });
+        let width = if pen.model { 1 } else { widths[i] };
+        let style = PALETTE[pen.colour % PALETTE.len()].stroke_width(width);
         if pen.dashed {
             ctx.draw_series(DashedLineSeries::new(pts.iter().copied(), 8, 5, style))?;
         } else {
             ctx.draw_series(LineSeries::new(pts.iter().copied(), style))?;
         }
         if pts.len() <= MARKER_MAX_POINTS && !pen.model {
-            ctx.draw_series(pts.iter().map(|&p| Circle::new(p, 3, style.color.filled())))?;
+            ctx.draw_series(pts.iter().map(|&p| Circle::new(p, width + 1, style.color.filled())))?;
         }
     }
     finish(&ctx, &legend, corner, has_data)?;
@@ -491,8 +464,6 @@ mod tests {
         assert!(!polylines("level-apart.svg", flat(), level(250.0)).contains("(≈ "), "a level apart from it");
         let dip = curve(64, |x| if (100.0..140.0).contains(&x) { 230.0 } else { 254.0 });
         assert!(!polylines("dip.svg", dip, level(254.0)).contains("(≈ "), "a curve that leaves the level shows");
-        assert_eq!(y_at(&[(0.0, 0.0), (2.0, 4.0)], 0.5), Some(1.0));
-        assert_eq!(y_at(&[(0.0, 0.0), (2.0, 4.0)], 3.0), None);
     }
 
     #[test]
