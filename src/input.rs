@@ -1,6 +1,7 @@
 //! What users hand the tool, kept in bounds: a file read whole only up
-//! to a size cap ([`read_capped`], [`read_bytes_capped`]), and user text echoed in a message
-//! shortened and with its control characters escaped ([`Shown`]).
+//! to a size cap ([`read_capped`], [`read_bytes_capped`]), and user text
+//! echoed in a message shortened and with its control characters escaped
+//! ([`Shown`]).
 //!
 //! Owns no caps itself: each kind of file's owner sets its own (a job
 //! file's in `workload::fio`, a drive config's in `config`).
@@ -80,17 +81,18 @@ fn mib(bytes: u64) -> String {
 }
 
 /// The text of `path`, a `what`, read whole only if it holds at most `cap`
-/// bytes: a device such as `/dev/zero` or a huge sparse file is refused
-/// once `cap` bytes are read instead of being read into memory.
+/// bytes: a larger file is refused by its size, a device such as
+/// `/dev/zero` once `cap` bytes are read, instead of being read into
+/// memory.
 pub fn read_capped(path: &Path, cap: u64, what: &'static str) -> Result<String, ReadError> {
     let bytes = read_bytes_capped(path, cap, what)?;
     String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e).into())
 }
 
-/// The bytes of `path`, a `what`, read whole only if it holds at most
-/// `cap` bytes ([`read_capped`] for data that need not be text).
-/// A regular file's size is checked before anything is read, and its bytes
-/// are read into a buffer of that size reserved at once.
+/// The bytes of `path`, a `what`, as [`read_capped`] reads text: a file's
+/// size is checked before anything is read, and its bytes go into a buffer
+/// of that size reserved at once (a failed reservation is an error, not an
+/// abort).
 pub fn read_bytes_capped(path: &Path, cap: u64, what: &'static str) -> Result<Vec<u8>, ReadError> {
     let file = std::fs::File::open(path)?;
     let len = file.metadata()?.len();
