@@ -151,6 +151,9 @@ impl JobFile {
     pub fn plan(&self, capacity: u64, seed: u64) -> Result<Vec<Group>, WorkloadError> {
         let mut groups: Vec<Group> = Vec::new();
         for (index, (job, spec)) in self.jobs.iter().zip(self.specs(capacity, seed)?).enumerate() {
+            if !self.selected(job) {
+                continue;
+            }
             if job.stonewall || groups.is_empty() {
                 groups.push(Group { id: groups.len() as u32, reporting: false, members: Vec::new() });
             }
@@ -162,6 +165,23 @@ impl JobFile {
             }
         }
         Ok(groups)
+    }
+
+    /// Runs only the job sections named (fio's `--section`; `[global]`
+    /// still applies to them), or every one for none. A name no section
+    /// has is refused, listing the sections.
+    pub fn select(&mut self, sections: &[String]) -> Result<(), FioError> {
+        if let Some(name) = sections.iter().find(|n| !self.jobs.iter().any(|j| &j.section == *n)) {
+            let known: Vec<&str> = self.jobs.iter().map(|j| j.section.as_str()).collect();
+            return Err(FioError::NoSection { name: name.clone(), known: known.join(", ") });
+        }
+        self.sections = sections.to_vec();
+        Ok(())
+    }
+
+    /// Whether `job` runs under [`JobFile::select`]'s choice.
+    pub fn selected(&self, job: &Job) -> bool {
+        self.sections.is_empty() || self.sections.contains(&job.section)
     }
 
     /// Applies the `[drive]` section on top of `drive` (the file wins where

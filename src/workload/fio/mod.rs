@@ -128,9 +128,11 @@ use thiserror::Error;
 
 use crate::input::Shown;
 pub use crate::workload::access::{Distribution, Rw};
+pub use cmdline::{is_option, CommandLineJobs};
 pub use convert::{memory_beside, Group, Member, DRIVE_KEYS};
 pub use parse::parse;
 
+mod cmdline;
 mod convert;
 mod parse;
 #[cfg(test)]
@@ -333,6 +335,17 @@ pub enum FioError {
     /// A file without any job section.
     #[error("no job sections found: a job file needs at least one [job] section besides [global] and [drive]")]
     NoJobs,
+    /// Job options on the command line that make no job file.
+    #[error("{0}")]
+    CommandLine(String),
+    /// `--section` names a section the file does not have.
+    #[error("--section={}: no such job section (the file has: {})", Shown::new(name), Shown::up_to(known, 200))]
+    NoSection {
+        /// The name asked for.
+        name: String,
+        /// The file's job sections.
+        known: String,
+    },
 }
 
 /// A parsed job file.
@@ -346,6 +359,9 @@ pub struct JobFile {
     pub global_options: Vec<(String, String)>,
     /// One per ignored option the file gives ([`IGNORED_KEYS`]).
     pub warnings: Vec<FioWarning>,
+    /// The job sections to run, by header name (fio's `--section`); empty
+    /// runs every one. Set by [`JobFile::select`].
+    pub sections: Vec<String>,
 }
 
 /// Where a job's option got its value.
@@ -451,6 +467,8 @@ pub struct Job {
     pub set_at: Vec<OptionLine>,
     /// 1-based line of the job's section header.
     pub line: usize,
+    /// The section header's name (fio's `--section` selects by it).
+    pub section: String,
 }
 
 impl Job {

@@ -93,7 +93,7 @@ pub fn parse(text: &str) -> Result<JobFile, FioError> {
     if jobs.is_empty() {
         return Err(FioError::NoJobs);
     }
-    Ok(JobFile { drive, jobs, global_options, warnings })
+    Ok(JobFile { drive, jobs, global_options, warnings, sections: Vec::new() })
 }
 
 /// The section whose lines are being read.
@@ -258,6 +258,7 @@ impl Default for Builder {
                 options: Vec::new(),
                 set_at: Vec::new(),
                 line: 0,
+                section: String::new(),
             },
             name: None,
             refill_explicit: false,
@@ -362,7 +363,8 @@ impl Builder {
         if (1..100).contains(&job.compress_pct) && !refill_explicit {
             job.refill_buffers = true;
         }
-        job.name = name.unwrap_or(section);
+        job.name = name.unwrap_or_else(|| section.clone());
+        job.section = section;
         job.line = line;
         job.set_at = origins.into_values().collect();
         job.set_at.sort_by_key(|o| o.line);

@@ -137,6 +137,7 @@ fn defaults_match_fio() {
         options: Vec::new(),
         set_at: Vec::new(),
         line: 1,
+        section: "only".to_string(),
     };
     assert_eq!(j, expected);
 }
@@ -557,4 +558,24 @@ fn number_ios_never_extends_a_job_and_io_size_is_bounded_by_drive_passes() {
     assert_eq!(limit(&format!("{j}io_size={most}\n")).unwrap(), Limit::Bytes(most));
     let e = limit(&format!("[global]\nio_limit={}\n{j}", most + 1)).unwrap_err().to_string();
     assert!(e.contains("line 2: bad value") && e.contains("'io_limit'") && e.contains("1000 passes"), "{e}");
+}
+
+#[test]
+fn section_runs_only_the_named_jobs_with_global_applied_and_their_seeds_kept() {
+    let text = "[global]\nbs=8k\nsize=1m\n[light]\nrw=read\n[heavy]\nrw=randwrite\nstonewall\n[check]\nrw=read\n";
+    let mut file = parse(text).unwrap();
+    let all = file.plan(GIB, 1).unwrap();
+    file.select(&["heavy".to_string(), "check".to_string()]).unwrap();
+    let some = file.plan(GIB, 1).unwrap();
+    assert_eq!(some.len(), 1, "heavy starts the one group and check joins it, as in fio");
+    let members: Vec<_> = some[0].members.iter().map(|m| (m.job, m.spec.name.as_str(), m.spec.bs)).collect();
+    assert_eq!(members, [(1, "heavy", 8192), (2, "check", 8192)], "[global] applies");
+    let seed = |groups: &[Group], job: usize| {
+        groups.iter().flat_map(|g| &g.members).find(|m| m.job == job).map(|m| m.spec.seed)
+    };
+    assert_eq!(seed(&some, 1), seed(&all, 1), "a job's data does not depend on which others run");
+    let e = file.select(&["heavvy".to_string()]).unwrap_err();
+    assert_eq!(e.to_string(), "--section=heavvy: no such job section (the file has: light, heavy, check)");
+    file.select(&[]).unwrap();
+    assert_eq!(file.plan(GIB, 1).unwrap().len(), 2, "none named: every job");
 }
