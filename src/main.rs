@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use cli::{bench, fio, replay, reviews, studies, trim};
 // What `serve` (src/serve.rs) uses, under the names it has always used.
@@ -70,7 +70,7 @@ enum Command {
     /// IOmeter-style 4 KiB random read and write IOPS at queue depths 1,
     /// 3, 32 and 64.
     Iometer(reviews::IometerArgs),
-    /// Run a fio job file against the simulated drive.
+    /// Run a fio job file, or fio's job options (--name=j --rw=randwrite ...), against the simulated drive.
     Run(fio::RunArgs),
     /// The reviewers' SandForce torture protocol: clean, tortured, after
     /// TRIM and after a second TRIM, each measured with HD Tach, on the
@@ -219,7 +219,9 @@ fn one_line(text: &str) -> String {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    // fio's job options on `run`'s command line, as fio takes them.
+    let (args, fio_options) = fio::split_fio_options(std::env::args_os().collect(), &Cli::command());
+    let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             // `duraflash` or `duraflash image` alone: the help, as --help prints it.
@@ -242,7 +244,10 @@ fn main() -> ExitCode {
         Command::Hdtach(args) => reviews::hdtach(args),
         Command::Atto(args) => reviews::atto(args),
         Command::Iometer(args) => reviews::iometer(args),
-        Command::Run(args) => fio::run(args),
+        Command::Run(mut args) => {
+            args.fio_options = fio_options;
+            fio::run(args)
+        }
         Command::Torture(args) => reviews::torture(args),
         Command::Corpus(args) => studies::corpus(args),
         Command::Sweep(args) => studies::sweep(args),

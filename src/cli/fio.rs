@@ -1,6 +1,8 @@
 //! `run`: a fio job file against the simulated drive, reported in fio's
 //! JSON shape.
 
+use std::ffi::OsString;
+use std::fmt;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -22,8 +24,23 @@ use super::{open_drive, save_image, DriveArgs, Failure, Output, Reads};
 
 #[derive(Args)]
 pub(crate) struct RunArgs {
-    /// The fio job file.
-    job: PathBuf,
+    /// The fio job file; or give the jobs as fio's command-line options
+    /// instead, as with fio itself: --name=j --rw=randwrite --bs=4k --size=64m.
+    job: Option<PathBuf>,
+    /// Only run this job section of the file (fio's --section; repeatable; [global] still applies).
+    #[arg(long, value_name = "NAME")]
+    section: Vec<String>,
+    /// fio's --output-format: normal (the summary), json (fio's JSON, on stdout or into --output), json+
+    /// (json: the latency bins are not filled); comma-separated for more than one.
+    #[arg(long, value_name = "FORMAT", value_parser = parse_formats)]
+    output_format: Option<Formats>,
+    /// fio's --output: the file the --output-format goes to instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// fio's job options given on the command line, taken out of the
+    /// arguments by [`split_fio_options`].
+    #[arg(skip)]
+    pub(crate) fio_options: Vec<String>,
     #[command(flatten)]
     drive: DriveArgs,
     /// Drive image: resumed when it exists, created otherwise; saved when the jobs finish.
@@ -31,6 +48,170 @@ pub(crate) struct RunArgs {
     image: Option<PathBuf>,
     #[command(flatten)]
     out: Output,
+}
+
+/// Where the jobs come from: a job file, or fio's options on the command
+/// line. Messages name the file and line, or the argument.
+enum Source {
+    File(PathBuf),
+    CommandLine(fio::CommandLineJobs),
+}
+
+impl Source {
+    /// The job file `run` was given, or the jobs its command line gave.
+    fn of(args: &RunArgs) -> Result<Self, Failure> {
+        match (&args.job, args.fio_options.is_empty()) {
+            (Some(job), true) => Ok(Source::File(job.clone())),
+            (None, false) => fio::CommandLineJobs::new(&args.fio_options)
+                .map(Source::CommandLine)
+                .map_err(|e| Failure::Usage(format!("command line: {e}"))),
+            (Some(job), false) => Err(Failure::Usage(format!(
+                "{}: give the jobs in the job file or as fio options on the command line ({} ...), not both",
+                job.display(),
+                Shown::new(&args.fio_options[0])
+            ))),
+            (None, true) => Err(Failure::Usage(
+                "no jobs: give a fio job file, or the jobs as fio's options (--name=j --rw=randwrite --bs=4k \
+                 --size=64m)"
+                    .into(),
+            )),
+        }
+    }
+
+    /// The parsed jobs, a file read only up to fio's cap.
+    fn parse(&self) -> Result<fio::JobFile, Failure> {
+        match self {
+            Source::File(path) => {
+                let text = read_capped(path, fio::MAX_JOB_FILE_BYTES, "fio job file")
+                    .map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?;
+                fio::parse(&text).map_err(|e| Failure::Usage(self.at(e)))
+            }
+            Source::CommandLine(jobs) => jobs.parse().map_err(|e| Failure::Usage(self.at(e))),
+        }
+    }
+
+    /// `what` (which names lines as "line N") as a message: after the file's
+    /// name, or with each line named by the argument it came from.
+    fn at(&self, what: impl fmt::Display) -> String {
+        let text = what.to_string();
+        let Source::CommandLine(jobs) = self else {
+            return format!("{self}: {text}");
+        };
+        let mut out = String::new();
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("line ") {
+            let after = &rest[at + 5..];
+            let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            let arg = after[..digits].parse().ok().and_then(|n| jobs.argument(n));
+            match arg {
+                Some(arg) => {
+                    out += &rest[..at];
+                    out += &Shown::new(arg).to_string();
+                    rest = &after[digits..];
+                }
+                None => {
+                    out += &rest[..at + 5];
+                    rest = after;
+                }
+            }
+        }
+        format!("command line: {out}{rest}")
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::File(path) => write!(f, "{}", path.display()),
+            Source::CommandLine(_) => f.write_str("command line"),
+        }
+    }
+}
+
+/// fio's `--output-format`: which of its formats to write.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Formats {
+    normal: bool,
+    json: bool,
+    /// `json+` asked for: fio's JSON with latency bins, which are not filled.
+    plus: bool,
+}
+
+fn parse_formats(s: &str) -> Result<Formats, String> {
+    let mut f = Formats::default();
+    for name in s.split(',').map(str::trim) {
+        match name {
+            "normal" => f.normal = true,
+            "json" => f.json = true,
+            "json+" => (f.json, f.plus) = (true, true),
+            "terse" => {
+                return Err("terse is fio's CSV format, which is not written here; accepted: normal, json, json+".into())
+            }
+            other => return Err(format!("'{}': accepted: normal, json, json+ (comma-separated)", Shown::new(other))),
+        }
+    }
+    Ok(f)
+}
+
+/// fio's `--output-format` and `--output` as this tool's outputs: the JSON
+/// goes where `--json` would send it (`--output`, else stdout, the summary
+/// then on stderr), and the normal format alone goes into `--output`.
+fn fio_outputs(args: &mut RunArgs) -> Result<(), Failure> {
+    let formats = args.output_format.unwrap_or(Formats { normal: true, ..Formats::default() });
+    if formats.plus {
+        note!("duraflash: warning: --output-format=json+: fio's latency bins are not filled; the JSON is json's");
+    }
+    match (formats.json, args.output.take(), args.out.json.is_some()) {
+        (true, Some(_), true) => {
+            Err(Failure::Usage("--output and --json both say where the JSON goes; give one of them".into()))
+        }
+        (true, output, false) => {
+            args.out.json = Some(output.unwrap_or_else(|| PathBuf::from("-")));
+            Ok(())
+        }
+        (false, Some(output), _) => {
+            args.out.summary = Some(output);
+            Ok(())
+        }
+        (true, None, true) | (false, None, _) => Ok(()),
+    }
+}
+
+/// `duraflash run`'s arguments (`args`, program name first) without fio's
+/// job options, and those options in order: a `--key=value` or `--key`
+/// whose key is one of fio's job options ([`fio::is_option`]) and none of
+/// `run`'s own flags. Other commands' arguments are returned whole.
+pub(crate) fn split_fio_options(args: Vec<OsString>, cli: &clap::Command) -> (Vec<OsString>, Vec<String>) {
+    let Some(run) = cli.find_subcommand("run").filter(|_| args.get(1).is_some_and(|a| a == "run")) else {
+        return (args, Vec::new());
+    };
+    let own = |key: &str| run.get_arguments().any(|a| a.get_long() == Some(key)) || key == "help";
+    let takes_value =
+        |key: &str| run.get_arguments().any(|a| a.get_long() == Some(key) && a.get_action().takes_values());
+    let (mut kept, mut fio) = (Vec::new(), Vec::new());
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let Some(body) = arg.to_str().and_then(|a| a.strip_prefix("--")) else {
+            kept.push(arg);
+            continue;
+        };
+        if body.is_empty() {
+            kept.push(arg);
+            kept.extend(args.by_ref());
+            break;
+        }
+        let key = body.split_once('=').map_or(body, |(k, _)| k);
+        if !own(key) && fio::is_option(key) {
+            fio.push(format!("--{body}"));
+        } else {
+            let value_follows = !body.contains('=') && takes_value(key);
+            kept.push(arg);
+            if value_follows {
+                kept.extend(args.next());
+            }
+        }
+    }
+    (kept, fio)
 }
 
 /// One direction as fio's `--output-format=json` writes it (the fields a
@@ -138,29 +319,30 @@ fn group_hints(file: &fio::JobFile, group: &fio::Group, unit: u64) -> Result<Vec
     Ok(merged.iter().flat_map(|&(first, end, hint, _)| [(Lpn(first), hint), (Lpn(end), 0)]).collect())
 }
 
-pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
+pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
+    fio_outputs(&mut args)?;
     args.out.start(&[
-        ("job file", Some(&args.job)),
+        ("job file", args.job.as_deref()),
         ("--image", args.image.as_deref()),
         ("--config", args.drive.config.as_deref()),
     ])?;
-    let text = read_capped(&args.job, fio::MAX_JOB_FILE_BYTES, "fio job file")
-        .map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
-    let file = fio::parse(&text).map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
+    let source = Source::of(&args)?;
+    let mut file = source.parse()?;
     for w in &file.warnings {
-        note!("duraflash: warning: {}: {w}", args.job.display());
+        note!("duraflash: warning: {}", source.at(w));
     }
+    file.select(&args.section).map_err(|e| Failure::Usage(source.at(e)))?;
     // Precedence: the defaults, then the job file's [drive] section, then
     // the flags given on the command line (the run at hand says last).
     let mut overrides = args.drive.defaults(Reads::Data);
-    file.apply_drive(&mut overrides).map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
+    file.apply_drive(&mut overrides).map_err(|e| Failure::Usage(source.at(e)))?;
     let given = args.drive.apply_given(&mut overrides);
     for s in &file.drive {
         let flag = format!("--{}", s.key);
         if given.contains(&flag.as_str()) {
             note!(
                 "duraflash: note: {}: line {}: [drive] {}={} is overridden by {flag} on the command line",
-                args.job.display(),
+                source,
                 s.line,
                 s.key,
                 Shown::new(&s.value)
@@ -177,7 +359,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         match from_file {
             Some(s) => Failure::Usage(format!(
                 "{}: line {}: [drive] {}={}: {}",
-                args.job.display(),
+                source,
                 s.line,
                 s.key,
                 Shown::new(&s.value),
@@ -187,18 +369,17 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         }
     })?;
     // An image of another config is refused, so the plan is the drive's.
-    let groups =
-        file.plan(cfg.logical_bytes, cfg.seed).map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
+    let groups = file.plan(cfg.logical_bytes, cfg.seed).map_err(|e| Failure::Usage(source.at(e)))?;
     args.drive
         .check_run_memory(&cfg, 1, fio::memory_beside(&groups, &cfg))
-        .map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
+        .map_err(|e| Failure::Usage(format!("{source}: {e}")))?;
     let (mut drive, _lock) = open_drive(cfg, args.image.as_deref())?;
     // fio's write_hint: a stream per job, which the model keeps per LBA.
     let streams = drive.config().placement.streams;
-    if let Some(job) = file.jobs.iter().find(|j| j.write_hint >= streams) {
+    if let Some(job) = file.jobs.iter().find(|j| file.selected(j) && j.write_hint >= streams) {
         return Err(Failure::Usage(format!(
             "{}: job '{}': write_hint needs write stream {} but the drive has {streams} (give --streams {})",
-            args.job.display(),
+            source,
             Shown::new(&job.name),
             job.write_hint,
             job.write_hint + 1
@@ -209,7 +390,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     for group in &groups {
         if streams > 1 {
             let hints = group_hints(&file, group, u64::from(drive.config().unit_bytes))
-                .map_err(|e| Failure::Usage(format!("{}: {e}", args.job.display())))?;
+                .map_err(|e| Failure::Usage(format!("{source}: {e}")))?;
             drive.set_stream_hints(hints).map_err(Failure::run)?;
         }
         for m in &group.members {

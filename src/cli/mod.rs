@@ -353,6 +353,9 @@ pub(crate) struct Output {
     /// Print the drive's SMART attributes (smartctl -A style) and add `smart` to the JSON.
     #[arg(long)]
     pub(crate) smart: bool,
+    /// Where the human summary goes instead of stdout (`run --output`, as fio's).
+    #[arg(skip)]
+    pub(crate) summary: Option<PathBuf>,
 }
 
 /// What `--image` failed with, as the exit status says: a config that is
@@ -393,6 +396,9 @@ impl Output {
     pub(crate) fn start(&self, inputs: &[(&str, Option<&std::path::Path>)]) -> Result<(), Failure> {
         if let Some(path) = &self.json {
             output::check_output("--json", path, inputs)?;
+        }
+        if let Some(path) = &self.summary {
+            output::check_output("--output", path, inputs)?;
         }
         setup_threads(self)
     }

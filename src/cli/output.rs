@@ -170,8 +170,16 @@ pub(crate) fn emit(
         }
         Some(p) => {
             std::fs::write(p, json + "\n").map_err(|e| Failure::Run(format!("--json {}: {e}", p.display())))?;
-            say(summary)
+            say_summary(out, summary)
         }
+        None => say_summary(out, summary),
+    }
+}
+
+/// The human summary, on stdout or in the file [`Output::summary`] names.
+fn say_summary(out: &Output, summary: &str) -> Result<(), Failure> {
+    match &out.summary {
+        Some(p) => std::fs::write(p, summary).map_err(|e| Failure::Run(format!("--output {}: {e}", p.display()))),
         None => say(summary),
     }
 }

@@ -1,0 +1,157 @@
+//! fio's command line as fio users type it: jobs as options (`--name=j
+//! --rw=randwrite --bs=4k`), `--section`, `--output-format` and `--output`,
+//! each checked against real fio (`--ioengine=null`) where it is installed.
+
+mod tools;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn duraflash(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_duraflash")).args(args).output().expect("binary runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn temp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("duraflash-fio-cmdline-{}-{name}", std::process::id()))
+}
+
+fn data(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name).to_str().unwrap().to_string()
+}
+
+/// The fio JSON reader's lines for `json`, without the first (the program).
+fn read_like_fio_users(json: &Path) -> Vec<String> {
+    let reader = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tools/fio_json_reader.py");
+    let out = Command::new("python3").arg(reader).arg(json).output().expect("python3 runs");
+    assert!(out.status.success(), "the reader failed on {}: {}", json.display(), stderr(&out));
+    String::from_utf8(out.stdout).unwrap().lines().skip(1).map(str::to_string).collect()
+}
+
+/// Ours with `args` (after `run --capacity 64MiB --quiet`), JSON into a
+/// file by fio's own flags: the reader's lines and the JSON.
+fn ours(name: &str, args: &[&str]) -> (Vec<String>, serde_json::Value) {
+    let json = temp(name);
+    let output = format!("--output={}", json.display());
+    let mut all = vec!["run", "--capacity", "64MiB", "--quiet", "--output-format=json", &output];
+    all.extend(args);
+    let out = duraflash(&all);
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+    let lines = read_like_fio_users(&json);
+    let value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    std::fs::remove_file(json).unwrap();
+    (lines, value)
+}
+
+/// Real fio's reader lines for `args`, when fio is installed.
+fn fio(name: &str, args: &[&str]) -> Option<Vec<String>> {
+    if !tools::have("fio", "fio") {
+        return None;
+    }
+    let json = temp(name);
+    let out = Command::new("fio")
+        .args(["--ioengine=null", "--output-format=json", &format!("--output={}", json.display())])
+        .args(args)
+        .output()
+        .expect("fio runs");
+    assert!(out.status.success(), "fio {args:?}: {}", stderr(&out));
+    let lines = read_like_fio_users(&json);
+    std::fs::remove_file(json).unwrap();
+    Some(lines)
+}
+
+/// Options before the first `--name` are global, as in fio.
+const JOB: [&str; 10] = [
+    "--bs=4k",
+    "--size=16m",
+    "--randseed=7",
+    "--name=w",
+    "--rw=randwrite",
+    "--iodepth=4",
+    "--number_ios=500",
+    "--name=r",
+    "--rw=randread",
+    "--number_ios=300",
+];
+
+#[test]
+fn a_fio_command_line_runs_as_fio_runs_it_and_as_its_job_file() {
+    let (lines, value) = ours("cmdline.json", &JOB);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines.iter().all(|l| !l.contains("False")), "{lines:?}");
+    if let Some(theirs) = fio("cmdline-fio.json", &JOB) {
+        assert_eq!(lines, theirs, "the reader sees the same jobs from fio and from us");
+    }
+    // The job file the same options stand for runs the same jobs.
+    let file = temp("cmdline.fio");
+    let text = "[global]\nbs=4k\nsize=16m\nrandseed=7\n[w]\nrw=randwrite\niodepth=4\nnumber_ios=500\n\
+                [r]\nrw=randread\nnumber_ios=300\n";
+    std::fs::write(&file, text).unwrap();
+    let (file_lines, file_value) = ours("file.json", &[file.to_str().unwrap()]);
+    assert_eq!(file_lines, lines);
+    assert_eq!(file_value["jobs"], value["jobs"], "the same numbers, option for option");
+    assert_eq!(file_value["global options"], value["global options"]);
+    assert_eq!(value["global options"]["bs"], "4k");
+    std::fs::remove_file(file).unwrap();
+}
+
+#[test]
+fn section_runs_only_the_named_sections_as_fio_does() {
+    let groups = data("fio-compat-groups.fio");
+    let (all, _) = ours("all.json", &[&groups]);
+    let (readers, _) = ours("readers.json", &[&groups, "--section=readers"]);
+    assert_eq!(all.len(), 3, "{all:?}");
+    assert_eq!(readers, all[1..], "the two reader clones, as in the whole file");
+    if let Some(theirs) = fio("readers-fio.json", &["--section=readers", &groups]) {
+        assert_eq!(readers, theirs);
+    }
+    let out = duraflash(&["run", &groups, "--section=reader", "--quiet"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--section=reader: no such job section (the file has: writers, readers)"));
+}
+
+#[test]
+fn output_formats_and_files_go_where_fio_sends_them() {
+    let base = ["run", "--capacity", "64MiB", "--quiet", "--name=j", "--rw=write", "--size=1m"];
+    let with = |more: &[&str]| duraflash(&[&base[..], more].concat());
+    // json: the JSON alone on stdout.
+    let out = with(&["--output-format=json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is the JSON alone");
+    assert_eq!(v["jobs"][0]["write"]["io_bytes"], 1 << 20);
+    // normal into --output: the summary in the file, nothing on stdout.
+    let summary = temp("summary.txt");
+    let out = with(&[&format!("--output={}", summary.display())]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(out.stdout.is_empty());
+    assert!(std::fs::read_to_string(&summary).unwrap().starts_with("j: write "));
+    std::fs::remove_file(summary).unwrap();
+    // json+: json, said so.
+    let out = with(&["--output-format=json+"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stderr(&out).contains("latency bins are not filled"), "{}", stderr(&out));
+    serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap();
+    for (more, says) in [
+        (&["--output-format=terse"][..], "terse is fio's CSV format"),
+        (&["--output-format=json", "--output=a.json", "--json", "b.json"], "--output and --json both"),
+        (&["--bs=4q"], "command line: --bs=4q: bad value '4q' for 'bs'"),
+        (&["--numjobs=100"], "command line: --numjobs=100: bad value"),
+        (&[data("fio-compat.fio").as_str()], "not both"),
+    ] {
+        let out = with(more);
+        assert_eq!(out.status.code(), Some(2), "{more:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{more:?}: {}", stderr(&out));
+    }
+    for (args, says) in [
+        (&["run", "--rw=write"][..], "need --name=NAME to start a job"),
+        (&["run"], "no jobs: give a fio job file"),
+        (&["run", "--capcity", "64MiB", "--name=j"], "a similar argument exists: '--capacity'"),
+    ] {
+        let out = duraflash(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    }
+}
