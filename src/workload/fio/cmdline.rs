@@ -83,10 +83,32 @@ impl CommandLineJobs {
     }
 }
 
+/// fio's options that take no value on its command line (fio's
+/// `FIO_OPT_STR_SET` options: `--time_based` sets it, and a word after it
+/// is not its value). Every other option takes the next argument as its
+/// value when it has no `=`, as fio's `--name j` does.
+const VALUELESS: [&str; 9] = [
+    "time_based",
+    "stonewall",
+    "wait_for_previous",
+    "group_reporting",
+    "refill_buffers",
+    "norandommap",
+    "thread",
+    "exitall",
+    "exitall_on_error",
+];
+
 /// Whether `key` names a fio job option this crate reads or ignores, or
 /// `name`: how a command line tells fio's options from a program's own.
 pub fn is_option(key: &str) -> bool {
     key == "name" || SUPPORTED_KEYS.contains(&key) || IGNORED_KEYS.iter().any(|(k, _)| *k == key)
+}
+
+/// Whether fio's option `key` given without `=` takes the next argument
+/// as its value.
+pub fn takes_value(key: &str) -> bool {
+    !VALUELESS.contains(&key)
 }
 
 #[cfg(test)]
@@ -148,5 +170,8 @@ mod tests {
         }
         assert!(is_option("rw") && is_option("readwrite") && is_option("ioengine") && is_option("name"));
         assert!(!is_option("capacity") && !is_option("json"));
+        assert!(takes_value("name") && takes_value("bs") && takes_value("direct"));
+        assert!(!takes_value("time_based") && !takes_value("group_reporting") && !takes_value("stonewall"));
+        assert!(VALUELESS.iter().all(|k| is_option(k)), "each is an option read or ignored");
     }
 }

@@ -64,7 +64,7 @@
 //! | key (aliases) | field | default | HOWTO section |
 //! |---|---|---|---|
 //! | `rw` (`readwrite`) | [`Job::rw`] | `read` | I/O type |
-//! | `bs` | [`Job::bs`] | 4096 | Block size |
+//! | `bs` (`blocksize`) | [`Job::bs`] | 4096 | Block size |
 //! | `iodepth` | [`Job::iodepth`] | 1 | I/O depth |
 //! | `size` | [`Job::size`] | whole device | I/O size |
 //! | `offset` | [`Job::offset`] | 0 | I/O type |
@@ -128,7 +128,7 @@ use thiserror::Error;
 
 use crate::input::Shown;
 pub use crate::workload::access::{Distribution, Rw};
-pub use cmdline::{is_option, CommandLineJobs};
+pub use cmdline::{is_option, takes_value, CommandLineJobs};
 pub use convert::{memory_beside, Group, Member, DRIVE_KEYS};
 pub use parse::parse;
 
@@ -170,6 +170,7 @@ pub const SUPPORTED_KEYS: &[&str] = &[
     "rw",
     "readwrite",
     "bs",
+    "blocksize",
     "iodepth",
     "size",
     "offset",
@@ -199,7 +200,7 @@ pub const SUPPORTED_KEYS: &[&str] = &[
 /// fio options that mean nothing for a simulated drive, each with why:
 /// accepted (their value unchecked) with one [`FioWarning`] per option,
 /// so a real job file runs instead of failing one option per attempt.
-/// `ioengine`, `filename`, `direct` and `group_reporting` are recorded too.
+/// `ioengine`, `filename` and `direct` are recorded too.
 pub const IGNORED_KEYS: &[(&str, &str)] = &[
     ("ioengine", "the simulated drive is the engine"),
     ("filename", "the target is the simulated drive"),
@@ -214,11 +215,10 @@ pub const IGNORED_KEYS: &[(&str, &str)] = &[
     ("fdatasync", "the drive has no volatile write cache"),
     ("end_fsync", "the drive has no volatile write cache"),
     ("fsync_on_close", "the drive has no volatile write cache"),
-    ("group_reporting", "each job is reported on its own"),
     ("norandommap", "random offsets are always drawn without a map"),
     ("randrepeat", "every run is repeatable: offsets and data come from the seed"),
     ("ramp_time", "statistics cover the whole job, warm-up included"),
-    ("thread", "jobs run one after another in one process"),
+    ("thread", "every job is simulated in one process"),
     ("lockmem", "buffers are not host memory"),
     ("mem", "buffers are not host memory"),
     ("iomem", "buffers are not host memory"),

@@ -187,7 +187,7 @@ impl Key {
         Some(match key {
             "name" => Key::Name,
             "rw" | "readwrite" => Key::Rw,
-            "bs" => Key::Bs,
+            "bs" | "blocksize" => Key::Bs,
             "iodepth" => Key::Iodepth,
             "size" => Key::Size,
             "offset" => Key::Offset,

@@ -579,3 +579,14 @@ fn section_runs_only_the_named_jobs_with_global_applied_and_their_seeds_kept() {
     file.select(&[]).unwrap();
     assert_eq!(file.plan(GIB, 1).unwrap().len(), 2, "none named: every job");
 }
+
+#[test]
+fn implemented_options_do_not_warn() {
+    let file = parse("[j]\nnumjobs=2\ngroup_reporting\nstonewall\nrefill_buffers\n").unwrap();
+    assert!(file.jobs[0].group_reporting);
+    assert_eq!(file.warnings, [], "group_reporting reports the clones as one job: not ignored");
+    for (key, _) in IGNORED_KEYS {
+        let read = Key::from_name(key);
+        assert!(matches!(read, Some(Key::Ignored | Key::Ioengine | Key::Filename | Key::Direct)), "{key}: {read:?}");
+    }
+}
