@@ -155,3 +155,31 @@ fn output_formats_and_files_go_where_fio_sends_them() {
         assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
     }
 }
+
+#[test]
+fn a_benchmark_scripts_command_line_runs_as_written() {
+    // The shape of fio lines in public benchmark scripts: values after a
+    // space, `--blocksize`, progress and file options, json+ into a file.
+    let json = temp("script.json");
+    let line = format!(
+        "run --capacity 256MiB --name seq_4k --directory /tmp --eta-newline=5s --rw=randwrite --size=16m \
+         --io_size=32m --blocksize 4k --ioengine=libaio --fsync=1 --iodepth=1 --direct=1 --numjobs=4 \
+         --group_reporting --stonewall --fallocate=native --eta never --output={} --output-format=json+",
+        json.display()
+    );
+    let out = duraflash(&line.split_whitespace().collect::<Vec<_>>());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    std::fs::remove_file(json).unwrap();
+    let jobs = v["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 1, "four clones reported as one");
+    assert_eq!(jobs[0]["jobname"], "seq_4k");
+    assert_eq!(jobs[0]["write"]["io_bytes"], 4u64 * (32 << 20), "io_size per clone, as in fio");
+    assert_eq!(jobs[0]["job options"]["bs"], serde_json::Value::Null, "given as blocksize");
+    assert_eq!(jobs[0]["job options"]["blocksize"], "4k");
+    let warned = stderr(&out);
+    for key in ["directory", "ioengine", "fsync", "direct", "fallocate"] {
+        assert!(warned.contains(&format!("command line: --{key}=")), "{key} warns, naming its argument: {warned}");
+    }
+    assert!(!warned.contains("group_reporting"), "implemented, so no warning: {warned}");
+}

@@ -177,10 +177,17 @@ fn fio_outputs(args: &mut RunArgs) -> Result<(), Failure> {
     }
 }
 
+/// fio's command-line options that only say how fio shows its progress.
+const FIO_DISPLAY_ONLY: [&str; 3] = ["eta", "eta-newline", "eta-interval"];
+
 /// `duraflash run`'s arguments (`args`, program name first) without fio's
-/// job options, and those options in order: a `--key=value` or `--key`
-/// whose key is one of fio's job options ([`fio::is_option`]) and none of
-/// `run`'s own flags. Other commands' arguments are returned whole.
+/// job options, and those options in order, each as `--key=value` or a
+/// bare `--key`: an argument whose key is one of fio's job options
+/// ([`fio::is_option`]) and none of `run`'s own flags, with the next
+/// argument as its value where fio would take it (`--name j`). fio's
+/// progress options (`--eta`, `--eta-newline`, `--eta-interval`) are
+/// dropped, `--eta=never` becoming `--quiet`. Other commands' arguments
+/// are returned whole.
 pub(crate) fn split_fio_options(args: Vec<OsString>, cli: &clap::Command) -> (Vec<OsString>, Vec<String>) {
     let Some(run) = cli.find_subcommand("run").filter(|_| args.get(1).is_some_and(|a| a == "run")) else {
         return (args, Vec::new());
@@ -188,8 +195,8 @@ pub(crate) fn split_fio_options(args: Vec<OsString>, cli: &clap::Command) -> (Ve
     let own = |key: &str| run.get_arguments().any(|a| a.get_long() == Some(key)) || key == "help";
     let takes_value =
         |key: &str| run.get_arguments().any(|a| a.get_long() == Some(key) && a.get_action().takes_values());
-    let (mut kept, mut fio) = (Vec::new(), Vec::new());
-    let mut args = args.into_iter();
+    let (mut kept, mut fio, mut quiet) = (Vec::new(), Vec::new(), false);
+    let mut args = args.into_iter().peekable();
     while let Some(arg) = args.next() {
         let Some(body) = arg.to_str().and_then(|a| a.strip_prefix("--")) else {
             kept.push(arg);
@@ -201,8 +208,25 @@ pub(crate) fn split_fio_options(args: Vec<OsString>, cli: &clap::Command) -> (Ve
             break;
         }
         let key = body.split_once('=').map_or(body, |(k, _)| k);
+        if FIO_DISPLAY_ONLY.contains(&key) {
+            // How fio shows its progress: here bars show on a terminal,
+            // and `--eta=never` hides them as `--quiet` does.
+            let value = match body.split_once('=') {
+                Some((_, v)) => Some(v.to_string()),
+                None => args.next_if(|v| !v.to_string_lossy().starts_with("--")).map(|v| v.to_string_lossy().into()),
+            };
+            quiet |= key == "eta" && value.as_deref() == Some("never");
+            continue;
+        }
         if !own(key) && fio::is_option(key) {
-            fio.push(format!("--{body}"));
+            // `--name j` as fio reads it: the next argument is the value.
+            let value = (!body.contains('=') && fio::takes_value(key))
+                .then(|| args.next_if(|v| v.to_str().is_some_and(|v| !v.starts_with("--"))))
+                .flatten();
+            match value {
+                Some(v) => fio.push(format!("--{body}={}", v.to_string_lossy())),
+                None => fio.push(format!("--{body}")),
+            }
         } else {
             let value_follows = !body.contains('=') && takes_value(key);
             kept.push(arg);
@@ -210,6 +234,9 @@ pub(crate) fn split_fio_options(args: Vec<OsString>, cli: &clap::Command) -> (Ve
                 kept.extend(args.next());
             }
         }
+    }
+    if quiet && !kept.iter().any(|a| a == "--quiet") {
+        kept.insert(2, "--quiet".into());
     }
     (kept, fio)
 }
