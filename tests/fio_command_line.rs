@@ -145,6 +145,14 @@ fn output_formats_and_files_go_where_fio_sends_them() {
         assert_eq!(out.status.code(), Some(2), "{more:?}: {}", stderr(&out));
         assert!(stderr(&out).contains(says), "{more:?}: {}", stderr(&out));
     }
+    // --parse-only: checked, nothing run or written.
+    let image = temp("parse-only.img");
+    let out = with(&["--parse-only", "--image", image.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(out.stdout.is_empty() && !image.exists(), "nothing ran");
+    let out = with(&["--parse-only", "--size=1g"]);
+    assert_eq!(out.status.code(), Some(2), "a job past the drive is refused as a run would refuse it");
+    assert!(stderr(&out).contains("--size=1g"), "{}", stderr(&out));
     for (args, says) in [
         (&["run", "--rw=write"][..], "need --name=NAME to start a job"),
         (&["run"], "no jobs: give a fio job file"),

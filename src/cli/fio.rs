@@ -37,6 +37,10 @@ pub(crate) struct RunArgs {
     /// fio's --output: the file the --output-format goes to instead of stdout.
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// fio's --parse-only: check the jobs against the drive (every error a run would refuse them
+    /// with) and stop, running nothing.
+    #[arg(long)]
+    parse_only: bool,
     /// fio's job options given on the command line, taken out of the
     /// arguments by [`split_fio_options`].
     #[arg(skip)]
@@ -400,9 +404,8 @@ pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
     args.drive
         .check_run_memory(&cfg, 1, fio::memory_beside(&groups, &cfg))
         .map_err(|e| Failure::Usage(format!("{source}: {e}")))?;
-    let (mut drive, _lock) = open_drive(cfg, args.image.as_deref())?;
     // fio's write_hint: a stream per job, which the model keeps per LBA.
-    let streams = drive.config().placement.streams;
+    let streams = cfg.placement.streams;
     if let Some(job) = file.jobs.iter().find(|j| file.selected(j) && j.write_hint >= streams) {
         return Err(Failure::Usage(format!(
             "{}: job '{}': write_hint needs write stream {} but the drive has {streams} (give --streams {})",
@@ -412,6 +415,10 @@ pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
             job.write_hint + 1
         )));
     }
+    if args.parse_only {
+        return Ok(());
+    }
+    let (mut drive, _lock) = open_drive(cfg, args.image.as_deref())?;
     // Each group's reported jobs: (group id, index of the job in the file, result).
     let mut results: Vec<(u32, usize, JobResult)> = Vec::new();
     for group in &groups {
