@@ -132,10 +132,10 @@ impl fmt::Display for Source {
     }
 }
 
-/// fio's `--output-format`: which of its formats to write.
+/// fio's `--output-format` beyond `normal` (the summary, written in any
+/// case: on stderr when the JSON takes stdout).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Formats {
-    normal: bool,
     json: bool,
     /// `json+` asked for: fio's JSON with latency bins, which are not filled.
     plus: bool,
@@ -145,7 +145,7 @@ fn parse_formats(s: &str) -> Result<Formats, String> {
     let mut f = Formats::default();
     for name in s.split(',').map(str::trim) {
         match name {
-            "normal" => f.normal = true,
+            "normal" => {}
             "json" => f.json = true,
             "json+" => (f.json, f.plus) = (true, true),
             "terse" => {
@@ -161,7 +161,7 @@ fn parse_formats(s: &str) -> Result<Formats, String> {
 /// goes where `--json` would send it (`--output`, else stdout, the summary
 /// then on stderr), and the normal format alone goes into `--output`.
 fn fio_outputs(args: &mut RunArgs) -> Result<(), Failure> {
-    let formats = args.output_format.unwrap_or(Formats { normal: true, ..Formats::default() });
+    let formats = args.output_format.unwrap_or_default();
     if formats.plus {
         note!("duraflash: warning: --output-format=json+: fio's latency bins are not filled; the JSON is json's");
     }
