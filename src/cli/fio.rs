@@ -186,8 +186,9 @@ const FIO_DISPLAY_ONLY: [&str; 3] = ["eta", "eta-newline", "eta-interval"];
 
 /// `duraflash run`'s arguments (`args`, program name first) without fio's
 /// job options, and those options in order, each as `--key=value` or a
-/// bare `--key`: an argument whose key is one of fio's job options
-/// ([`fio::is_option`]) and none of `run`'s own flags, with the next
+/// bare `--key`: an argument whose key is none of `run`'s own flags and
+/// is one of fio's job options ([`fio::is_option`]) or no typo of a
+/// flag (fio's parser then refuses it by name), with the next
 /// argument as its value where fio would take it (`--name j`). fio's
 /// progress options (`--eta`, `--eta-newline`, `--eta-interval`) are
 /// dropped, `--eta=never` becoming `--quiet`. Other commands' arguments
@@ -197,6 +198,10 @@ pub(crate) fn split_fio_options(args: Vec<OsString>, cli: &clap::Command) -> (Ve
         return (args, Vec::new());
     };
     let own = |key: &str| run.get_arguments().any(|a| a.get_long() == Some(key)) || key == "help";
+    // A key a letter or two from one of `run`'s flags is a typo of it,
+    // which clap names; any other unknown key is fio's to refuse.
+    let near_own =
+        |key: &str| run.get_arguments().filter_map(|a| a.get_long()).any(|l| strsim::levenshtein(key, l) <= 2);
     let takes_value =
         |key: &str| run.get_arguments().any(|a| a.get_long() == Some(key) && a.get_action().takes_values());
     let (mut kept, mut fio, mut quiet) = (Vec::new(), Vec::new(), false);
@@ -222,7 +227,7 @@ pub(crate) fn split_fio_options(args: Vec<OsString>, cli: &clap::Command) -> (Ve
             quiet |= key == "eta" && value.as_deref() == Some("never");
             continue;
         }
-        if !own(key) && fio::is_option(key) {
+        if !own(key) && (fio::is_option(key) || !near_own(key)) {
             // `--name j` as fio reads it: the next argument is the value.
             let value = (!body.contains('=') && fio::takes_value(key))
                 .then(|| args.next_if(|v| v.to_str().is_some_and(|v| !v.starts_with("--"))))
