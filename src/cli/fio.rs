@@ -26,7 +26,8 @@ use super::{open_drive, save_image, DriveArgs, Failure, Output, Reads};
 pub(crate) struct RunArgs {
     /// The fio job file; or give the jobs as fio's command-line options
     /// instead, as with fio itself: --name=j --rw=randwrite --bs=4k --size=64m.
-    job: Option<PathBuf>,
+    #[arg(value_name = "JOB")]
+    jobs: Vec<PathBuf>,
     /// Only run this job section of the file (fio's --section; repeatable; [global] still applies).
     #[arg(long, value_name = "NAME")]
     section: Vec<String>,
@@ -64,7 +65,14 @@ enum Source {
 impl Source {
     /// The job file `run` was given, or the jobs its command line gave.
     fn of(args: &RunArgs) -> Result<Self, Failure> {
-        match (&args.job, args.fio_options.is_empty()) {
+        if let [_, second, ..] = args.jobs.as_slice() {
+            return Err(Failure::Usage(format!(
+                "{}: one job file at a time (fio runs several as groups one after another: put their jobs in one \
+                 file, the first of each group with stonewall)",
+                second.display()
+            )));
+        }
+        match (args.jobs.first(), args.fio_options.is_empty()) {
             (Some(job), true) => Ok(Source::File(job.clone())),
             (None, false) => fio::CommandLineJobs::new(&args.fio_options)
                 .map(Source::CommandLine)
@@ -358,7 +366,7 @@ fn group_hints(file: &fio::JobFile, group: &fio::Group, unit: u64) -> Result<Vec
 pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
     fio_outputs(&mut args)?;
     args.out.start(&[
-        ("job file", args.job.as_deref()),
+        ("job file", args.jobs.first().map(PathBuf::as_path)),
         ("--image", args.image.as_deref()),
         ("--config", args.drive.config.as_deref()),
     ])?;
