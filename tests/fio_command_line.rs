@@ -140,6 +140,7 @@ fn output_formats_and_files_go_where_fio_sends_them() {
         (&["--bs=4q"], "command line: --bs=4q: bad value '4q' for 'bs'"),
         (&["--numjobs=100"], "command line: --numjobs=100: bad value"),
         (&["--rate_iops", "100"], "command line: --rate_iops=100: unsupported fio option 'rate_iops'"),
+        (&["--output-format=json", "--output=/nonexistent/r.json"], "--output /nonexistent/r.json: "),
         (&[data("fio-compat.fio").as_str()], "not both"),
     ] {
         let out = with(more);

@@ -178,6 +178,7 @@ fn fio_outputs(args: &mut RunArgs) -> Result<(), Failure> {
             Err(Failure::Usage("--output and --json both say where the JSON goes; give one of them".into()))
         }
         (true, output, false) => {
+            args.out.json_flag = output.is_some().then_some("--output");
             args.out.json = Some(output.unwrap_or_else(|| PathBuf::from("-")));
             Ok(())
         }

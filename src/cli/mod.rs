@@ -356,6 +356,10 @@ pub(crate) struct Output {
     /// Where the human summary goes instead of stdout (`run --output`, as fio's).
     #[arg(skip)]
     pub(crate) summary: Option<PathBuf>,
+    /// The flag that gave `json`, for messages: `--json` unless another
+    /// (`run --output`, as fio's) set it.
+    #[arg(skip)]
+    pub(crate) json_flag: Option<&'static str>,
 }
 
 /// What `--image` failed with, as the exit status says: a config that is
@@ -395,7 +399,7 @@ impl Output {
     /// then size the pipeline's thread pool.
     pub(crate) fn start(&self, inputs: &[(&str, Option<&std::path::Path>)]) -> Result<(), Failure> {
         if let Some(path) = &self.json {
-            output::check_output("--json", path, inputs)?;
+            output::check_output(self.json_flag.unwrap_or("--json"), path, inputs)?;
         }
         if let Some(path) = &self.summary {
             output::check_output("--output", path, inputs)?;

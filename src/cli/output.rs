@@ -169,7 +169,8 @@ pub(crate) fn emit(
             say(&(json + "\n"))
         }
         Some(p) => {
-            std::fs::write(p, json + "\n").map_err(|e| Failure::Run(format!("--json {}: {e}", p.display())))?;
+            let flag = out.json_flag.unwrap_or("--json");
+            std::fs::write(p, json + "\n").map_err(|e| Failure::Run(format!("{flag} {}: {e}", p.display())))?;
             say_summary(out, summary)
         }
         None => say_summary(out, summary),
