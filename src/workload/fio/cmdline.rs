@@ -6,6 +6,7 @@
 //! `key=value` line (or a bare `key`) of the section it follows.
 
 use super::{parse, FioError, JobFile, IGNORED_KEYS, SUPPORTED_KEYS};
+use crate::input::Shown;
 
 /// Jobs from the command line: the job file they stand for, and the
 /// argument each of its lines came from.
@@ -25,7 +26,7 @@ impl CommandLineJobs {
         let mut named = false;
         for arg in args {
             let Some(body) = arg.strip_prefix("--") else {
-                return Err(FioError::CommandLine(format!("'{arg}' is not a fio option (--key=value)")));
+                return Err(FioError::CommandLine(format!("'{}' is not a fio option (--key=value)", Shown::new(arg))));
             };
             let (key, value) = match body.split_once('=') {
                 Some((k, v)) => (k, Some(v)),
@@ -39,7 +40,10 @@ impl CommandLineJobs {
                         return Err(FioError::CommandLine(reason.into()));
                     }
                     Some(name) if !name.is_empty() && !name.contains(['[', ']', '\n']) => format!("[{name}]"),
-                    _ => return Err(FioError::CommandLine(format!("{arg}: a job needs a name, as in --name=j"))),
+                    _ => {
+                        let reason = format!("{}: a job needs a name, as in --name=j", Shown::new(arg));
+                        return Err(FioError::CommandLine(reason));
+                    }
                 };
                 named |= line != "[global]";
                 jobs.push(line, arg);
@@ -52,8 +56,9 @@ impl CommandLineJobs {
                 Some(v) => format!("{key}={v}"),
                 None => key.to_string(),
             };
-            if line.contains('\n') {
-                return Err(FioError::CommandLine(format!("{:?}: a fio option is one line", arg)));
+            if line.contains('\n') || key.starts_with('[') {
+                let reason = format!("{}: a fio option is one key=value line", Shown::new(arg));
+                return Err(FioError::CommandLine(reason));
             }
             jobs.push(line, arg);
         }
@@ -164,6 +169,8 @@ mod tests {
             ("--name= --rw=write", "a job needs a name"),
             ("--name=drive --capacity=1g", "[drive] is a job file's section"),
             ("--name=a write", "'write' is not a fio option"),
+            ("--name=a --[b]=1", "--[b]=1: a fio option is one key=value line"),
+            ("--name=a \u{1b}[31m", "'\\u{1b}[31m' is not a fio option"),
         ] {
             let e = CommandLineJobs::new(&args(given)).unwrap_err().to_string();
             assert!(e.contains(says), "{given}: {e}");
