@@ -317,24 +317,59 @@ impl<'a> Tiled<'a> {
     }
 }
 
+/// Writes corpus unit `lpn` under permutation `v` into `out`, reusing
+/// `cached` when it holds `v`'s permutation (consecutive units of a first
+/// pass share one).
+fn permuted_unit(corpus: &Corpus, lpn: u64, v: u64, cached: &mut Option<(u64, [u8; 256])>, out: &mut [u8]) {
+    corpus.unit(lpn, out);
+    if v != 0 {
+        let p = match cached {
+            Some((cv, p)) if *cv == v => p,
+            _ => &cached.insert((v, permutation(v))).1,
+        };
+        out.iter_mut().for_each(|b| *b = p[*b as usize]);
+    }
+}
+
 impl Content for Tiled<'_> {
     fn fill(&mut self, lba: Lba, buf: &mut [u8]) {
         let first = lba.0 * SECTOR_BYTES / self.unit as u64;
         for (j, out) in buf.chunks_mut(self.unit).enumerate() {
             let lpn = first + j as u64;
-            self.corpus.unit(lpn, out);
             let v = self.variant(lpn);
-            if v != 0 {
-                let p = match self.cached {
-                    Some((cv, p)) if cv == v => p,
-                    _ => {
-                        let p = permutation(v);
-                        self.cached = Some((v, p));
-                        p
-                    }
-                };
-                out.iter_mut().for_each(|b| *b = p[*b as usize]);
+            permuted_unit(self.corpus, lpn, v, &mut self.cached, out);
+        }
+    }
+
+    /// The same bytes as [`Content::fill`] write by write: each unit's
+    /// corpus unit and permutation are drawn in order, then the units are
+    /// copied and permuted in parallel (past the first pass every unit
+    /// has a permutation of its own, a shuffle per unit).
+    fn fill_batch(&mut self, lbas: &[Lba], buf: &mut [u8]) {
+        use rayon::prelude::*;
+        let Some(each) = buf.len().checked_div(lbas.len()) else { return };
+        let per = each.div_ceil(self.unit) as u64;
+        let mut units = Vec::with_capacity(lbas.len() * per as usize);
+        for &lba in lbas {
+            let first = lba.0 * SECTOR_BYTES / self.unit as u64;
+            for lpn in first..first + per {
+                units.push((lpn, self.variant(lpn)));
             }
+        }
+        // Units a thread takes at a time.
+        const GROUP_UNITS: usize = 16;
+        let (corpus, unit) = (self.corpus, self.unit);
+        let fill_group = |(group, units): (&mut [u8], &[(u64, u64)])| {
+            let mut cached = None;
+            for (out, &(lpn, v)) in group.chunks_mut(unit).zip(units) {
+                permuted_unit(corpus, lpn, v, &mut cached, out);
+            }
+        };
+        if each % unit == 0 {
+            buf.par_chunks_mut(unit * GROUP_UNITS).zip(units.par_chunks(GROUP_UNITS)).for_each(fill_group);
+        } else {
+            // Writes of part of a unit: each write's bytes on their own.
+            buf.par_chunks_mut(each).zip(units.par_chunks(per as usize)).for_each(fill_group);
         }
     }
 }
@@ -359,6 +394,29 @@ mod tests {
         assert_ne!(a, b, "copies differ");
         let (la, lb) = (lz4_len(&a), lz4_len(&b));
         assert!((la as f64 - lb as f64).abs() <= 0.02 * la as f64, "{la} vs {lb}");
+    }
+
+    #[test]
+    fn a_batch_holds_the_bytes_of_its_writes_one_by_one() {
+        let text: Vec<u8> = (0..40_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let c = Corpus::from_bytes("t", "text", text);
+        // 30 units over a 24-unit span: the first pass, then fresh permutations.
+        for each in [4096, 8192, 2048, 6144] {
+            let lbas: Vec<Lba> = (0..30u64).map(|i| Lba((i * 5 % 24) * 8)).collect();
+            let (mut one, mut batch) = (Tiled::new(&c, 4096, 24, 3), Tiled::new(&c, 4096, 24, 3));
+            let mut want = vec![0u8; each * lbas.len()];
+            for (&lba, out) in lbas.iter().zip(want.chunks_mut(each)) {
+                one.fill(lba, out);
+            }
+            let mut got = vec![0u8; want.len()];
+            batch.fill_batch(&lbas, &mut got);
+            assert!(got == want, "{each}-byte writes");
+            // The next write continues the same sequence of permutations.
+            let (mut a, mut b) = (vec![0u8; 4096], vec![0u8; 4096]);
+            one.fill(Lba(0), &mut a);
+            batch.fill(Lba(0), &mut b);
+            assert!(a == b, "{each}-byte writes, then one more");
+        }
     }
 
     #[test]
