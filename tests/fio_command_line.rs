@@ -129,11 +129,18 @@ fn output_formats_and_files_go_where_fio_sends_them() {
     assert!(out.stdout.is_empty());
     assert!(std::fs::read_to_string(&summary).unwrap().starts_with("j: write "));
     std::fs::remove_file(summary).unwrap();
-    // json+: json, said so.
-    let out = with(&["--output-format=json+"]);
-    assert_eq!(out.status.code(), Some(0));
-    assert!(stderr(&out).contains("latency bins are not filled"), "{}", stderr(&out));
-    serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap();
+    // normal and json: the JSON, then the summary, in the one place, as fio writes them.
+    let both = temp("both.txt");
+    let out = with(&["--output-format=normal,json", &format!("--output={}", both.display())]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(out.stdout.is_empty(), "all in the file");
+    for text in [std::fs::read(&both).unwrap(), with(&["--output-format=json,normal"]).stdout] {
+        let mut values = serde_json::Deserializer::from_slice(&text).into_iter::<serde_json::Value>();
+        assert_eq!(values.next().unwrap().unwrap()["jobs"][0]["jobname"], "j");
+        let rest = String::from_utf8_lossy(&text[values.byte_offset()..]).into_owned();
+        assert!(rest.trim_start().starts_with("j: write "), "the summary follows the JSON: {rest}");
+    }
+    std::fs::remove_file(both).unwrap();
     for (more, says) in [
         (&["--output-format=terse"][..], "terse is fio's CSV format"),
         (&["--output-format=json", "--output=a.json", "--json", "b.json"], "--output and --json both"),
@@ -193,4 +200,78 @@ fn a_benchmark_scripts_command_line_runs_as_written() {
         assert!(warned.contains(&format!("command line: --{key}=")), "{key} warns, naming its argument: {warned}");
     }
     assert!(!warned.contains("group_reporting"), "implemented, so no warning: {warned}");
+}
+
+/// json+: fio's JSON with each completion latency's histogram bins, in
+/// fio's bin scheme, read by fio's own json+ tool as it reads fio's.
+#[test]
+fn json_plus_carries_fios_latency_bins() {
+    let json = temp("plus.json");
+    let out = duraflash(&[
+        "run",
+        "--capacity",
+        "64MiB",
+        "--quiet",
+        "--name=j",
+        "--rw=randrw",
+        "--bs=4k",
+        "--size=8m",
+        "--iodepth=8",
+        "--output-format=json+",
+        &format!("--output={}", json.display()),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("warning"), "nothing to warn about: {}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    for dir in ["read", "write"] {
+        let clat = &v["jobs"][0][dir]["clat_ns"];
+        let bins = clat["bins"].as_object().unwrap_or_else(|| panic!("{dir}: {clat}"));
+        let counted: u64 = bins.values().map(|n| n.as_u64().unwrap()).sum();
+        assert_eq!(counted, clat["N"].as_u64().unwrap(), "{dir}: every command in a bin");
+        let mut values: Vec<u64> = bins.keys().map(|k| k.parse().unwrap()).collect();
+        values.sort_unstable();
+        let (min, max) = (clat["min"].as_u64().unwrap(), clat["max"].as_u64().unwrap());
+        assert!(values[0] <= min.max(1) * 65 / 64 && *values.last().unwrap() >= max * 63 / 64, "{dir}: {values:?}");
+        assert!(v["jobs"][0][dir]["lat_ns"].get("bins").is_none(), "clat only, as fio");
+    }
+    assert!(v["jobs"][0]["trim"]["clat_ns"].get("bins").is_none(), "no commands, no bins, as fio");
+    if tools::have("fio_jsonplus_clat2csv", "fio") {
+        // The script fio ships for json+ (it needs python3-six).
+        let csv = temp("plus.csv");
+        let run = |more: &[&str]| {
+            let out = Command::new("fio_jsonplus_clat2csv").arg(&json).arg(&csv).args(more).output().unwrap();
+            assert!(out.status.success(), "fio_jsonplus_clat2csv {more:?}: {}", stderr(&out));
+        };
+        run(&[]);
+        run(&["--validate"]);
+        let table = temp("plus_job0.csv");
+        let text = std::fs::read_to_string(&table).unwrap();
+        // Columns: nsec, then count, cumulative and share for each of
+        // slat, clat and lat of read, write and trim; clat is the second.
+        for (dir, col) in [("read", 4), ("write", 13)] {
+            let rows: Vec<Vec<String>> =
+                text.lines().skip(1).map(|l| l.split(',').map(|f| f.trim().to_string()).collect()).collect();
+            let filled: Vec<&Vec<String>> = rows.iter().filter(|r| !r[col].is_empty()).collect();
+            let last = filled.last().unwrap_or_else(|| panic!("{dir}: no bins in {text}"));
+            assert_eq!(last[col + 1].parse::<u64>().unwrap(), v["jobs"][0][dir]["clat_ns"]["N"].as_u64().unwrap());
+            assert_eq!(last[col + 2].parse::<f64>().unwrap(), 1.0, "{dir}: every command counted");
+        }
+        std::fs::remove_file(table).unwrap();
+    }
+    std::fs::remove_file(json).unwrap();
+    // Plain json has no bins.
+    let (_, plain) = ours("plain.json", &["--name=j", "--rw=randread", "--size=1m"]);
+    assert!(plain["jobs"][0]["read"]["clat_ns"].get("bins").is_none());
+    if tools::have("fio", "fio") {
+        // fio's json+ fields, as fio 3.33 writes them: bins in clat_ns only.
+        let out = Command::new("fio")
+            .args(["--ioengine=null", "--name=j", "--rw=randrw", "--size=1m", "--output-format=json+"])
+            .output()
+            .unwrap();
+        let theirs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let keys = |x: &serde_json::Value| x.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        for (dir, lat) in [("read", "clat_ns"), ("read", "lat_ns"), ("write", "clat_ns"), ("trim", "clat_ns")] {
+            assert_eq!(keys(&v["jobs"][0][dir][lat]), keys(&theirs["jobs"][0][dir][lat]), "{dir} {lat}");
+        }
+    }
 }

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use duraflash::device::Stats;
 use duraflash::host::smart::Smart;
-use duraflash::host::{FioLatency, QueueSummary};
+use duraflash::host::FioLatency;
 use duraflash::input::{read_capped, Shown};
 use duraflash::workload::access::Rw;
 use duraflash::workload::fio;
@@ -32,7 +32,8 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "NAME")]
     section: Vec<String>,
     /// fio's --output-format: normal (the summary), json (fio's JSON, on stdout or into --output), json+
-    /// (json: the latency bins are not filled); comma-separated for more than one.
+    /// (json with fio's latency bins); comma-separated for more than one (the summary then follows the
+    /// JSON, as fio writes them).
     #[arg(long, value_name = "FORMAT", value_parser = parse_formats)]
     output_format: Option<Formats>,
     /// fio's --output: the file the --output-format goes to instead of stdout.
@@ -140,12 +141,14 @@ impl fmt::Display for Source {
     }
 }
 
-/// fio's `--output-format` beyond `normal` (the summary, written in any
-/// case: on stderr when the JSON takes stdout).
+/// fio's `--output-format`. The summary (`normal`) is written in any
+/// case: on stderr when only the JSON was asked for on stdout.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Formats {
+    /// `normal` named: with a JSON format, the summary follows the JSON.
+    normal: bool,
     json: bool,
-    /// `json+` asked for: fio's JSON with latency bins, which are not filled.
+    /// `json+`: fio's JSON with each latency's bins.
     plus: bool,
 }
 
@@ -153,7 +156,7 @@ fn parse_formats(s: &str) -> Result<Formats, String> {
     let mut f = Formats::default();
     for name in s.split(',').map(str::trim) {
         match name {
-            "normal" => {}
+            "normal" => f.normal = true,
             "json" => f.json = true,
             "json+" => (f.json, f.plus) = (true, true),
             "terse" => {
@@ -167,17 +170,16 @@ fn parse_formats(s: &str) -> Result<Formats, String> {
 
 /// fio's `--output-format` and `--output` as this tool's outputs: the JSON
 /// goes where `--json` would send it (`--output`, else stdout, the summary
-/// then on stderr), and the normal format alone goes into `--output`.
+/// then on stderr, or after the JSON when `normal` was named too, as fio
+/// writes both), and the normal format alone goes into `--output`.
 fn fio_outputs(args: &mut RunArgs) -> Result<(), Failure> {
     let formats = args.output_format.unwrap_or_default();
-    if formats.plus {
-        note!("duraflash: warning: --output-format=json+: fio's latency bins are not filled; the JSON is json's");
-    }
     match (formats.json, args.output.take(), args.out.json.is_some()) {
         (true, Some(_), true) => {
             Err(Failure::Usage("--output and --json both say where the JSON goes; give one of them".into()))
         }
         (true, output, false) => {
+            args.out.summary_after_json = formats.normal;
             args.out.json_flag = output.is_some().then_some("--output");
             args.out.json = Some(output.unwrap_or_else(|| PathBuf::from("-")));
             Ok(())
@@ -275,7 +277,7 @@ pub(crate) struct FioDir {
     short_ios: u64,
     drop_ios: u64,
     slat_ns: FioLatency,
-    clat_ns: QueueSummary,
+    clat_ns: FioLatency,
     lat_ns: FioLatency,
 }
 
@@ -308,10 +310,12 @@ pub(crate) struct FioOutput<'a> {
     drive: Stats,
 }
 
-/// fio's JSON for one direction of a job that ran `elapsed_ns`.
-pub(crate) fn fio_dir(d: &duraflash::workload::job::DirResult, elapsed_ns: u64) -> FioDir {
-    let zero = FioLatency { min: 0, max: 0, mean: 0.0, stddev: 0.0, n: d.lat.commands, percentile: None };
+/// fio's JSON for one direction of a job that ran `elapsed_ns`; with
+/// `plus` (json+) the completion latency carries fio's histogram bins.
+pub(crate) fn fio_dir(d: &duraflash::workload::job::DirResult, elapsed_ns: u64, plus: bool) -> FioDir {
+    let zero = FioLatency { min: 0, max: 0, mean: 0.0, stddev: 0.0, n: d.lat.commands, percentile: None, bins: None };
     let lat = FioLatency { percentile: None, ..FioLatency::from(d.lat.clone()) };
+    let bins = (plus && d.lat.commands > 0).then(|| d.lat.bins.clone());
     FioDir {
         io_bytes: d.io_bytes,
         io_kbytes: d.io_bytes / 1024,
@@ -323,7 +327,7 @@ pub(crate) fn fio_dir(d: &duraflash::workload::job::DirResult, elapsed_ns: u64) 
         short_ios: 0,
         drop_ios: 0,
         slat_ns: zero,
-        clat_ns: d.lat.clone(),
+        clat_ns: FioLatency { bins, ..FioLatency::from(d.lat.clone()) },
         lat_ns: lat,
     }
 }
@@ -366,6 +370,7 @@ fn group_hints(file: &fio::JobFile, group: &fio::Group, unit: u64) -> Result<Vec
 
 pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
     fio_outputs(&mut args)?;
+    let plus = args.output_format.is_some_and(|f| f.plus);
     args.out.start(&[
         ("job file", args.jobs.first().map(PathBuf::as_path)),
         ("--image", args.image.as_deref()),
@@ -492,9 +497,9 @@ pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
             elapsed: r.elapsed_ns.div_ceil(1_000_000_000),
             elapsed_ns: r.elapsed_ns,
             job_options: options(&file.jobs[*job].options),
-            read: fio_dir(&r.read, r.elapsed_ns),
-            write: fio_dir(&r.write, r.elapsed_ns),
-            trim: fio_dir(&r.trim, r.elapsed_ns),
+            read: fio_dir(&r.read, r.elapsed_ns, plus),
+            write: fio_dir(&r.write, r.elapsed_ns, plus),
+            trim: fio_dir(&r.trim, r.elapsed_ns, plus),
             job_runtime: r.elapsed_ns.div_ceil(1_000_000),
         })
         .collect();

@@ -360,6 +360,10 @@ pub(crate) struct Output {
     /// (`run --output`, as fio's) set it.
     #[arg(skip)]
     pub(crate) json_flag: Option<&'static str>,
+    /// The summary follows the JSON where the JSON goes, as fio writes
+    /// `--output-format=json,normal`.
+    #[arg(skip)]
+    pub(crate) summary_after_json: bool,
 }
 
 /// What `--image` failed with, as the exit status says: a config that is

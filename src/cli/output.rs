@@ -163,15 +163,21 @@ pub(crate) fn emit(
     }
     .map_err(|e| Failure::Run(e.to_string()))?;
     let summary = summary.as_str();
+    let json = if out.summary_after_json { format!("{json}\n\n{summary}") } else { json + "\n" };
     match out.json.as_deref() {
         Some(p) if is_stdout(p) => {
-            let _ = std::io::stderr().write_all(summary.as_bytes());
-            say(&(json + "\n"))
+            if !out.summary_after_json {
+                let _ = std::io::stderr().write_all(summary.as_bytes());
+            }
+            say(&json)
         }
         Some(p) => {
             let flag = out.json_flag.unwrap_or("--json");
-            std::fs::write(p, json + "\n").map_err(|e| Failure::Run(format!("{flag} {}: {e}", p.display())))?;
-            say_summary(out, summary)
+            std::fs::write(p, json).map_err(|e| Failure::Run(format!("{flag} {}: {e}", p.display())))?;
+            match out.summary_after_json {
+                true => Ok(()),
+                false => say_summary(out, summary),
+            }
         }
         None => say_summary(out, summary),
     }

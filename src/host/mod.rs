@@ -9,6 +9,9 @@ use crate::device::{Drive, Issuer};
 use crate::error::DriveError;
 use crate::units::{Lba, SimTime};
 
+pub use fio_bins::FioBins;
+
+mod fio_bins;
 pub mod fs;
 pub mod raid;
 pub mod smart;
@@ -264,6 +267,21 @@ impl LatencyHistogram {
         low + ((1u64 << shift) - 1) / 2
     }
 
+    /// Each nonempty bucket's lowest value and count, in rising order.
+    fn buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let rows = self.rows.iter().enumerate().filter_map(|(r, row)| Some((r, row.as_ref()?)));
+        rows.flat_map(|(r, row)| {
+            row.iter().enumerate().filter(|(_, &n)| n > 0).map(move |(i, &n)| {
+                let b = r * ROW + i;
+                let low = match b >> SUB_BITS {
+                    0 => b as u64,
+                    row => (((b & (ROW - 1)) + ROW) as u64) << (row - 1),
+                };
+                (low, n)
+            })
+        })
+    }
+
     /// Row `r`, allocated if it was not.
     #[inline(never)]
     fn row(&mut self, r: usize) -> &mut [u64; ROW] {
@@ -348,6 +366,7 @@ impl LatencyHistogram {
             p999_ns: pct(99.9),
             max_ns: self.max,
             percentile: FIO_PERCENTILES.iter().map(|&p| (format!("{p:.6}"), pct(p))).collect(),
+            bins: FioBins::of(self),
         }
     }
 }
@@ -383,6 +402,8 @@ pub struct QueueSummary {
     pub max_ns: u64,
     /// Completion latency at each of [`FIO_PERCENTILES`], keyed as fio keys them.
     pub percentile: std::collections::BTreeMap<String, u64>,
+    /// Completion latencies in fio's histogram bins (`json+`'s `bins`).
+    pub bins: FioBins,
 }
 
 /// A latency as fio's JSON writes one (`clat_ns`, `lat_ns`).
@@ -402,6 +423,9 @@ pub struct FioLatency {
     /// Percentiles (absent when nothing was counted, as in fio).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub percentile: Option<std::collections::BTreeMap<String, u64>>,
+    /// fio's latency bins, in `--output-format=json+` only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bins: Option<FioBins>,
 }
 
 impl From<QueueSummary> for FioLatency {
@@ -413,6 +437,7 @@ impl From<QueueSummary> for FioLatency {
             stddev: q.stddev_ns,
             n: q.commands,
             percentile: (q.commands > 0).then_some(q.percentile),
+            bins: None,
         }
     }
 }
