@@ -5,8 +5,8 @@
 //! (docs/performance.md, "The headline run") wrote and read its 383 M
 //! units (fill, torture and four HD Tach passes) in 13 min 52 s on this
 //! project's idle 2-core machine at `a7ddb12`; runs with content use
-//! `duraflash bench`'s content-mode rate. Estimates scale the work from
-//! them and are printed as "about".
+//! the corpora runs' measured rate. Estimates scale the work from them
+//! and are printed as "about".
 
 /// Units per wall-second of the headline torture run: 383e6 / 832 s.
 const UNITS_PER_SECOND: f64 = 383e6 / 832.0;
@@ -14,15 +14,13 @@ const UNITS_PER_SECOND: f64 = 383e6 / 832.0;
 /// Drive-writes of torture the headline's 20 simulated minutes gave.
 const HEADLINE_DRIVE_WRITES: f64 = 1.54;
 
-/// Host writes per wall-second with content (lz4 + blake3 on real bytes,
-/// two threads): `duraflash bench` on its defaults (docs/performance.md,
-/// "With content"), 0.33 M.
-const CONTENT_UNITS_PER_SECOND: f64 = 0.33e6;
-
-/// Passes over the drive per corpus in `reproduce`'s corpora part: the
-/// fill, two of preconditioning, one measured, then a sequential write
-/// and a read for the speed columns.
-const CORPUS_PASSES: f64 = 6.0;
+/// Host writes with their content (a corpus tiled and permuted, lz4 +
+/// blake3, two threads) per wall-second: `duraflash corpus alice29
+/// database log random fio-c50` (the report's five, each written four
+/// times over) took 425.7 s at 16 GiB on the idle 2-core machine at
+/// `2adc8bc`, 83.9 M host writes (101.9 s at 4 GiB, 206 k a second: what
+/// a corpus costs beside its writes does not show).
+const CORPUS_UNITS_PER_SECOND: f64 = 83_886_080.0 / 425.7;
 
 /// NAND writes per wall-second without content, host writes and GC
 /// relocations alike: `reproduce --scale full --only wa` wrote its three
@@ -42,10 +40,11 @@ pub(crate) fn torture_secs(capacity: u64, drive_writes: Option<f64>, minutes: f6
     (capacity as f64 / 4096.0) * (5.0 + dw) / UNITS_PER_SECOND
 }
 
-/// Wall seconds of `corpora` corpora run through a drive of `capacity`
-/// host bytes with their content (the report's corpora part).
-pub(crate) fn corpora_secs(capacity: u64, corpora: usize) -> f64 {
-    (capacity as f64 / 4096.0) * CORPUS_PASSES * corpora as f64 / CONTENT_UNITS_PER_SECOND
+/// Wall seconds of `corpora` corpora each written `passes` times over
+/// `bytes` of the drive with their content (the fill, preconditioning and
+/// the measured passes).
+pub(crate) fn corpora_secs(bytes: u64, corpora: usize, passes: f64) -> f64 {
+    corpora as f64 * (bytes as f64 / 4096.0) * passes / CORPUS_UNITS_PER_SECOND
 }
 
 /// Wall seconds of `reproduce`'s WA part on `capacity` host bytes: each
@@ -88,8 +87,15 @@ mod tests {
         let secs = torture_secs(240_000_000_000, None, 20.0);
         assert!((secs / 832.0 - 1.0).abs() < 0.1, "{secs}");
         assert!(torture_secs(4 << 30, None, 20.0) < ANNOUNCE_OVER_SECS, "the 4 GiB model is not announced");
-        assert!(corpora_secs(240_000_000_000, 5) > 3600.0, "five corpora on the whole drive take hours");
-        assert!(corpora_secs(256 << 20, 5) < ANNOUNCE_OVER_SECS, "the quick scale's 256 MiB model is not announced");
+        for (capacity, secs) in [(4u64 << 30, 101.9), (16 << 30, 425.7)] {
+            let est = corpora_secs(capacity, 5, 4.0);
+            assert!((est / secs - 1.0).abs() < 0.05, "the measured corpora runs estimate their own time: {est}");
+        }
+        assert!(corpora_secs(240_000_000_000, 5, 4.0) > 3600.0, "five corpora on the whole drive take hours");
+        assert!(
+            corpora_secs(256 << 20, 5, 4.0) < ANNOUNCE_OVER_SECS,
+            "the quick scale's 256 MiB model is not announced"
+        );
         let wa = wa_secs(240_000_000_000, &[0.07, 0.15, 0.28], 256, 3.0);
         assert!((wa / 2784.0 - 1.0).abs() < 0.01, "the measured WA run estimates its own time: {wa}");
         assert!(

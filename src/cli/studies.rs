@@ -84,6 +84,15 @@ pub(crate) fn corpus(args: CorpusArgs) -> Result<(), Failure> {
     }
     let beside = vec![Part { name: "corpora", bytes: held, grows_with: "the corpora named" }];
     args.drive.check_run_memory(&cfg, 2, beside).map_err(Failure::Usage)?;
+    super::estimate::announce(
+        &format!("{} corpora through the {} {}", names.len(), duraflash::ByteSize(cfg.logical_bytes), cfg.name),
+        super::estimate::corpora_secs(
+            (cfg.logical_bytes as f64 * spec.share) as u64,
+            names.len(),
+            1.0 + spec.precondition + spec.measure,
+        ),
+        "--capacity 1GiB (the default) runs a scale model in seconds a corpus",
+    );
     let corpora: Vec<Corpus> = names
         .iter()
         .map(|n| Corpus::load(n, &dir))
@@ -404,7 +413,7 @@ pub(crate) fn reproduce(args: ReproduceArgs) -> Result<(), Failure> {
         let heavy = [
             ("torture", "six full-size torture runs", 6.0 * super::estimate::torture_secs(240_000_000_000, None, 20.0)),
             ("wa", "three WA points", wa),
-            ("corpora", "five corpora", super::estimate::corpora_secs(240_000_000_000, 5)),
+            ("corpora", "five corpora", super::estimate::corpora_secs(240_000_000_000, 5, 4.0)),
         ];
         let (names, secs): (Vec<&str>, Vec<f64>) =
             heavy.iter().filter(|(part, ..)| runs(part)).map(|&(_, what, secs)| (what, secs)).unzip();
