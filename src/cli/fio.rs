@@ -315,7 +315,7 @@ pub(crate) struct FioOutput<'a> {
 pub(crate) fn fio_dir(d: &duraflash::workload::job::DirResult, elapsed_ns: u64, plus: bool) -> FioDir {
     let zero = FioLatency { min: 0, max: 0, mean: 0.0, stddev: 0.0, n: d.lat.commands, percentile: None, bins: None };
     let lat = FioLatency { percentile: None, ..FioLatency::from(d.lat.clone()) };
-    let bins = (plus && d.lat.commands > 0).then(|| d.lat.bins.clone());
+    let bins = (plus && d.lat.commands > 0).then(|| d.bins.clone());
     FioDir {
         io_bytes: d.io_bytes,
         io_kbytes: d.io_bytes / 1024,

@@ -366,7 +366,6 @@ impl LatencyHistogram {
             p999_ns: pct(99.9),
             max_ns: self.max,
             percentile: FIO_PERCENTILES.iter().map(|&p| (format!("{p:.6}"), pct(p))).collect(),
-            bins: FioBins::of(self),
         }
     }
 }
@@ -402,8 +401,6 @@ pub struct QueueSummary {
     pub max_ns: u64,
     /// Completion latency at each of [`FIO_PERCENTILES`], keyed as fio keys them.
     pub percentile: std::collections::BTreeMap<String, u64>,
-    /// Completion latencies in fio's histogram bins (`json+`'s `bins`).
-    pub bins: FioBins,
 }
 
 /// A latency as fio's JSON writes one (`clat_ns`, `lat_ns`).

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::content::pattern::{unit_seed, DataSpec, PatternGen};
 use crate::content::Content;
-use crate::host::{BlockDevice, CommandKind, HostQueue, LatencyHistogram, QueueSummary};
+use crate::host::{BlockDevice, CommandKind, FioBins, HostQueue, LatencyHistogram, QueueSummary};
 use crate::units::{Lba, SimTime, SECTOR_BYTES};
 use crate::workload::access::{Access, Distribution, Rw, SlotStream};
 use crate::workload::batch::WriteBatch;
@@ -74,6 +74,9 @@ pub struct DirResult {
     pub iops: f64,
     /// Completion latencies.
     pub lat: QueueSummary,
+    /// The same latencies in fio's histogram bins (`json+`).
+    #[serde(skip)]
+    pub bins: FioBins,
 }
 
 /// What a job did.
@@ -409,7 +412,7 @@ impl<'a> Running<'a> {
                 io_bytes += h.count() * j.spec.bs;
                 hist.merge(h);
             }
-            DirResult::new(hist.summary(end - start), io_bytes, end - start)
+            DirResult::new(&hist, io_bytes, end - start)
         };
         JobResult {
             name: jobs.first().map_or_else(String::new, |j| j.spec.name.clone()),
@@ -424,14 +427,15 @@ impl<'a> Running<'a> {
 
 /// One direction of a job of `bs`-byte commands that ran `elapsed` ns.
 fn dir_result(hist: &LatencyHistogram, bs: u64, elapsed: u64) -> DirResult {
-    DirResult::new(hist.summary(elapsed), hist.count() * bs, elapsed)
+    DirResult::new(hist, hist.count() * bs, elapsed)
 }
 
 impl DirResult {
-    fn new(lat: QueueSummary, io_bytes: u64, elapsed: u64) -> Self {
+    fn new(hist: &LatencyHistogram, io_bytes: u64, elapsed: u64) -> Self {
+        let (lat, bins) = (hist.summary(elapsed), FioBins::of(hist));
         let secs = elapsed as f64 / 1e9;
         let per_sec = |x: f64| if secs > 0.0 { x / secs } else { 0.0 };
-        DirResult { io_bytes, bw_bytes: per_sec(io_bytes as f64), iops: per_sec(lat.commands as f64), lat }
+        DirResult { io_bytes, bw_bytes: per_sec(io_bytes as f64), iops: per_sec(lat.commands as f64), lat, bins }
     }
 }
 
