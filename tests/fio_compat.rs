@@ -56,9 +56,50 @@ fn same_as_fio(name: &str, lines: usize) -> serde_json::Value {
         assert!(fio.status.success(), "fio: {}", stderr(&fio));
         // Same jobs, directions, counts and bytes; times differ (null engine against the model).
         assert_eq!(our_lines, read_like_fio_users(&theirs), "the reader sees the same jobs in both");
+        let theirs_json = serde_json::from_slice(&std::fs::read(&theirs).unwrap()).unwrap();
+        let mut missing = Vec::new();
+        fields_fio_writes(&json, &theirs_json, "", &mut missing);
+        assert!(missing.is_empty(), "{name}: fio writes fields ours lacks: {missing:?}");
         let _ = std::fs::remove_file(theirs);
     }
     json
+}
+
+/// What fio writes that ours leaves out on purpose, and why.
+const NOT_WRITTEN: [(&str, &str); 3] = [
+    ("/time", "wall-clock time: the same seed and config give the same JSON"),
+    ("/timestamp", "wall-clock time"),
+    ("/timestamp_ms", "wall-clock time"),
+];
+
+/// Every field of fio's JSON `theirs` that `ours` lacks or holds as
+/// another JSON type, by path, into `missing`: the fields fio-plot and
+/// other readers of fio's JSON rely on. The options objects name what
+/// each run was given, so only their presence counts.
+fn fields_fio_writes(ours: &serde_json::Value, theirs: &serde_json::Value, at: &str, missing: &mut Vec<String>) {
+    use serde_json::Value;
+    match (ours, theirs) {
+        (Value::Object(o), Value::Object(t)) => {
+            if at.ends_with(" options") {
+                return;
+            }
+            for (k, v) in t {
+                let path = format!("{at}/{k}");
+                match o.get(k) {
+                    Some(ov) => fields_fio_writes(ov, v, &path, missing),
+                    None if NOT_WRITTEN.iter().any(|(p, _)| *p == path) => {}
+                    None => missing.push(path),
+                }
+            }
+        }
+        (Value::Array(o), Value::Array(t)) if o.len() == t.len() => {
+            for (i, (ov, tv)) in o.iter().zip(t).enumerate() {
+                fields_fio_writes(ov, tv, &format!("{at}/{i}"), missing);
+            }
+        }
+        (Value::Number(_), Value::Number(_)) | (Value::String(_), Value::String(_)) => {}
+        (o, t) => missing.push(format!("{at}: ours {o}, fio's {t}")),
+    }
 }
 
 #[test]
@@ -191,4 +232,51 @@ fn the_spare_area_fill_jobs_docs_quote_run_as_described() {
         assert_eq!(ran, jobs, "{name}");
         assert_eq!(v["jobs"][jobs.len() - 1]["write"]["io_bytes"], 1u64 << 30, "{name}");
     }
+}
+
+/// fio's figures beside the latencies, as fio-plot reads them: IOPS and
+/// bandwidth sampled over windows of simulated time (`iopsavgtime`,
+/// `bwavgtime`), the queue depth at each submission, the latency ranges,
+/// and `group_reporting` summing its jobs' samples as fio does.
+#[test]
+fn samples_depths_and_latency_ranges_follow_the_job() {
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "--name=w", "--rw=randwrite", "--bs=4k", "--size=32m", "--iodepth=16"];
+        args.extend(["--runtime=2s", "--time_based", "--capacity", "256MiB", "--quiet", "--output-format=json"]);
+        args.extend(extra);
+        let out = duraflash(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let v = run(&[]);
+    let (job, w) = (&v["jobs"][0], &v["jobs"][0]["write"]);
+    let f = |k: &str| w[k].as_f64().unwrap();
+    // 2 s and a little more of simulated time: four whole windows of 500 ms.
+    assert_eq!((w["iops_samples"].as_u64(), w["bw_samples"].as_u64()), (Some(4), Some(4)));
+    assert!(f("iops_min") <= f("iops_mean") && f("iops_mean") <= f("iops_max"), "{w}");
+    assert!((f("iops_mean") / f("iops") - 1.0).abs() < 0.02, "the windows' mean is the job's rate: {w}");
+    assert!((f("bw_mean") - f("iops_mean") * 4.0).abs() <= 1.0, "4 KiB a command: {w}");
+    assert!(f("iops_stddev") >= 0.0 && f("bw_agg") > 99.0, "{w}");
+    let depth16 = job["iodepth_level"]["16"].as_f64().unwrap();
+    assert!(depth16 > 99.0, "a queue of 16 kept full: {}", job["iodepth_level"]);
+    let ranges: f64 = ["latency_ns", "latency_us", "latency_ms"]
+        .iter()
+        .flat_map(|k| job[k].as_object().unwrap().values().map(|p| p.as_f64().unwrap()))
+        .sum();
+    assert!((ranges - 100.0).abs() < 0.5, "every command in one range: {ranges}");
+
+    // Shorter windows, more samples; a shallower queue, another depth.
+    let v = run(&["--iopsavgtime=250", "--bwavgtime=1000", "--iodepth=2"]);
+    let w = &v["jobs"][0]["write"];
+    assert_eq!((w["iops_samples"].as_u64(), w["bw_samples"].as_u64()), (Some(8), Some(2)));
+    assert!(v["jobs"][0]["iodepth_level"]["2"].as_f64().unwrap() > 99.0, "{}", v["jobs"][0]["iodepth_level"]);
+
+    // Two clones reported apart, then together: the group's samples are
+    // the sum of its jobs' (stat.c sum_stat's pure sum).
+    let apart = run(&["--numjobs=2"]);
+    let together = run(&["--numjobs=2", "--group_reporting"]);
+    let mean = |v: &serde_json::Value, j: usize| v["jobs"][j]["write"]["iops_mean"].as_f64().unwrap();
+    let sum = mean(&apart, 0) + mean(&apart, 1);
+    assert!((mean(&together, 0) - sum).abs() < 1e-6 * sum, "{} against {sum}", mean(&together, 0));
+    assert_eq!(together["jobs"][0]["write"]["iops_samples"], 8, "both jobs' windows");
 }

@@ -6,19 +6,17 @@ use std::fmt;
 use std::path::PathBuf;
 
 use clap::Args;
-use serde::Serialize;
 
 use std::collections::BTreeMap;
 
-use duraflash::device::Stats;
 use duraflash::host::smart::Smart;
-use duraflash::host::FioLatency;
 use duraflash::input::{read_capped, Shown};
 use duraflash::workload::access::Rw;
 use duraflash::workload::fio;
-use duraflash::workload::job::{run_group, JobResult, JobSpec};
+use duraflash::workload::job::{run_fio_group, JobResult, JobSpec};
 use duraflash::Lpn;
 
+use super::fio_json::{group_agg, FioJob, FioOutput};
 use super::output::{emit, with_progress, Provenance};
 use super::{open_drive, save_image, DriveArgs, Failure, Output, Reads};
 
@@ -261,77 +259,6 @@ pub(crate) fn split_fio_options(args: Vec<OsString>, cli: &clap::Command) -> (Ve
     (kept, fio)
 }
 
-/// One direction as fio's `--output-format=json` writes it (the fields a
-/// simulated drive can fill; `bw` is KiB/s and `runtime` ms, as in fio).
-/// Submission is instant in the model, so `slat_ns` is zero and `lat_ns`
-/// (submission to completion) equals `clat_ns`.
-#[derive(Serialize)]
-pub(crate) struct FioDir {
-    io_bytes: u64,
-    io_kbytes: u64,
-    bw_bytes: u64,
-    bw: u64,
-    iops: f64,
-    runtime: u64,
-    total_ios: u64,
-    short_ios: u64,
-    drop_ios: u64,
-    slat_ns: FioLatency,
-    clat_ns: FioLatency,
-    lat_ns: FioLatency,
-}
-
-#[derive(Serialize)]
-pub(crate) struct FioJob {
-    jobname: String,
-    groupid: u32,
-    error: u32,
-    /// Simulated seconds, whole (fio's `elapsed`).
-    elapsed: u64,
-    /// Simulated ns (ours; fio has only whole seconds).
-    elapsed_ns: u64,
-    #[serde(rename = "job options")]
-    job_options: BTreeMap<String, String>,
-    read: FioDir,
-    write: FioDir,
-    trim: FioDir,
-    job_runtime: u64,
-}
-
-#[derive(Serialize)]
-pub(crate) struct FioOutput<'a> {
-    #[serde(flatten)]
-    provenance: Provenance<'a>,
-    #[serde(rename = "fio version")]
-    fio_version: &'static str,
-    #[serde(rename = "global options")]
-    global_options: BTreeMap<String, String>,
-    jobs: Vec<FioJob>,
-    drive: Stats,
-}
-
-/// fio's JSON for one direction of a job that ran `elapsed_ns`; with
-/// `plus` (json+) the completion latency carries fio's histogram bins.
-pub(crate) fn fio_dir(d: &duraflash::workload::job::DirResult, elapsed_ns: u64, plus: bool) -> FioDir {
-    let zero = FioLatency { min: 0, max: 0, mean: 0.0, stddev: 0.0, n: d.lat.commands, percentile: None, bins: None };
-    let lat = FioLatency { percentile: None, ..FioLatency::from(d.lat.clone()) };
-    let bins = (plus && d.lat.commands > 0).then(|| d.bins.clone());
-    FioDir {
-        io_bytes: d.io_bytes,
-        io_kbytes: d.io_bytes / 1024,
-        bw_bytes: d.bw_bytes.round() as u64,
-        bw: (d.bw_bytes / 1024.0).round() as u64,
-        iops: d.iops,
-        runtime: if d.lat.commands > 0 { elapsed_ns.div_ceil(1_000_000) } else { 0 },
-        total_ios: d.lat.commands,
-        short_ios: 0,
-        drop_ios: 0,
-        slat_ns: zero,
-        clat_ns: FioLatency { bins, ..FioLatency::from(d.lat.clone()) },
-        lat_ns: lat,
-    }
-}
-
 fn options(written: &[(String, String)]) -> BTreeMap<String, String> {
     written.iter().cloned().collect()
 }
@@ -461,7 +388,9 @@ pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
         // The jobs of a group run together on the one drive; groups run in turn.
         let specs: Vec<JobSpec> = group.members.iter().map(|m| m.spec.clone()).collect();
         let phase = if specs.len() == 1 { specs[0].name.clone() } else { format!("group {}", group.id) };
-        let r = with_progress(&args.out, &phase, |p| run_group(&mut drive, &specs, p)).map_err(Failure::run)?;
+        let windows: Vec<_> = group.members.iter().map(|m| file.jobs[m.job].windows).collect();
+        let r = with_progress(&args.out, &phase, |p| run_fio_group(&mut drive, &specs, &windows, p))
+            .map_err(Failure::run)?;
         if group.reporting {
             results.push((group.id, group.members[0].job, r.total));
         } else {
@@ -490,17 +419,10 @@ pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
         &format!("drive: WAF {:.3}, compression {:.3}, dedup {:.3}\n", s.waf, s.compression_ratio, s.dedup_ratio);
     let jobs = results
         .iter()
-        .map(|(group, job, r)| FioJob {
-            jobname: r.name.clone(),
-            groupid: *group,
-            error: 0,
-            elapsed: r.elapsed_ns.div_ceil(1_000_000_000),
-            elapsed_ns: r.elapsed_ns,
-            job_options: options(&file.jobs[*job].options),
-            read: fio_dir(&r.read, r.elapsed_ns, plus),
-            write: fio_dir(&r.write, r.elapsed_ns, plus),
-            trim: fio_dir(&r.trim, r.elapsed_ns, plus),
-            job_runtime: r.elapsed_ns.div_ceil(1_000_000),
+        .map(|(group, job, r)| {
+            let agg = group_agg(results.iter().filter(|(g, _, _)| g == group).map(|(_, _, r)| r));
+            let iodepth = file.jobs[*job].iodepth;
+            FioJob::new(r, *group, iodepth, options(&file.jobs[*job].options), agg, plus)
         })
         .collect();
     let cfg = drive.config().clone();

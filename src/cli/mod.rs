@@ -25,6 +25,7 @@ pub(crate) mod bench;
 pub(crate) mod bounds;
 pub(crate) mod estimate;
 pub(crate) mod fio;
+mod fio_json;
 pub(crate) mod output;
 pub(crate) mod replay;
 pub(crate) mod reviews;

@@ -10,8 +10,11 @@ use crate::error::DriveError;
 use crate::units::{Lba, SimTime};
 
 pub use fio_bins::FioBins;
+use fio_stats::FioStats;
+pub use fio_stats::{FioCounts, SampleStat, DEPTH_LEVELS, LATENCY_RANGES};
 
 mod fio_bins;
+mod fio_stats;
 pub mod fs;
 pub mod raid;
 pub mod smart;
@@ -104,6 +107,8 @@ pub struct HostQueue {
     /// in histograms: fixed memory however long the run.
     latencies: [LatencyHistogram; KINDS],
     kind: usize,
+    /// What fio reports beside latencies, for a queue that counts it.
+    fio: Option<Box<FioStats>>,
 }
 
 /// Kinds of command a queue tells apart in its latencies.
@@ -131,7 +136,19 @@ impl HostQueue {
             last_done: start,
             latencies: Default::default(),
             kind: CommandKind::Write as usize,
+            fio: None,
         }
+    }
+
+    /// From now on the queue also counts what fio reports beside
+    /// latencies, for commands of `bytes` each ([`FioStats`]).
+    pub fn count_for_fio(&mut self, iops_window_ms: u32, bw_window_ms: u32, bytes: u64) {
+        self.fio = Some(Box::new(FioStats::new(iops_window_ms, bw_window_ms, bytes, self.start)));
+    }
+
+    /// What the queue counted for fio, its last unfilled window left out.
+    pub fn fio_counts(&self) -> Option<FioCounts> {
+        self.fio.as_ref().map(|f| f.as_ref().clone().finish(self.finished_at()))
     }
 
     /// The most bytes a queue of `depth` holds over `commands` commands:
@@ -175,6 +192,11 @@ impl HostQueue {
 
     /// Records that a command issued at `submitted` completed at `done`.
     pub fn complete(&mut self, submitted: SimTime, done: SimTime) {
+        if let Some(fio) = &mut self.fio {
+            // In flight when it was issued: those done later, and itself.
+            let depth = self.in_flight.len() - self.in_flight.partition_point(|&t| t <= submitted) + 1;
+            fio.record(self.kind, submitted, done, depth);
+        }
         if self.in_flight.back().is_none_or(|&last| last <= done) {
             self.in_flight.push_back(done);
         } else {

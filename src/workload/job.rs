@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::content::pattern::{unit_seed, DataSpec, PatternGen};
 use crate::content::Content;
-use crate::host::{BlockDevice, CommandKind, FioBins, HostQueue, LatencyHistogram, QueueSummary};
+use crate::host::{BlockDevice, CommandKind, FioBins, FioCounts, HostQueue, LatencyHistogram, QueueSummary};
 use crate::units::{Lba, SimTime, SECTOR_BYTES};
 use crate::workload::access::{Access, Distribution, Rw, SlotStream};
 use crate::workload::batch::WriteBatch;
@@ -94,6 +94,26 @@ pub struct JobResult {
     pub write: DirResult,
     /// TRIMs.
     pub trim: DirResult,
+    /// What fio reports beside latencies, when the job was run to count it
+    /// ([`run_fio_group`]).
+    #[serde(skip)]
+    pub fio: Option<FioCounts>,
+}
+
+/// fio's sampling windows of one job (`iopsavgtime`, `bwavgtime`), ms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FioWindows {
+    /// IOPS samples, ms.
+    pub iops_ms: u32,
+    /// Bandwidth samples, ms.
+    pub bw_ms: u32,
+}
+
+impl Default for FioWindows {
+    /// fio's default of 500 ms each.
+    fn default() -> Self {
+        FioWindows { iops_ms: 500, bw_ms: 500 }
+    }
 }
 
 impl JobResult {
@@ -205,6 +225,36 @@ pub fn run_group<D: BlockDevice>(
 where
     WorkloadError: From<D::Error>,
 {
+    run_counted(drive, specs, None, progress)
+}
+
+/// [`run_group`], each job also counting what fio reports beside its
+/// latencies over its `windows` ([`JobResult::fio`]; `windows` has one
+/// entry per spec).
+pub fn run_fio_group<D: BlockDevice>(
+    drive: &mut D,
+    specs: &[JobSpec],
+    windows: &[FioWindows],
+    progress: &mut dyn FnMut(f64),
+) -> Result<GroupResult, WorkloadError>
+where
+    WorkloadError: From<D::Error>,
+{
+    if windows.len() != specs.len() {
+        return Err(WorkloadError::BadSpec(format!("{} jobs but {} sampling windows", specs.len(), windows.len())));
+    }
+    run_counted(drive, specs, Some(windows), progress)
+}
+
+fn run_counted<D: BlockDevice>(
+    drive: &mut D,
+    specs: &[JobSpec],
+    windows: Option<&[FioWindows]>,
+    progress: &mut dyn FnMut(f64),
+) -> Result<GroupResult, WorkloadError>
+where
+    WorkloadError: From<D::Error>,
+{
     if specs.is_empty() {
         return Err(WorkloadError::BadSpec("a group needs at least one job".into()));
     }
@@ -212,6 +262,9 @@ where
         specs.iter().map(|s| PatternGen::new(s.data, unit_seed(s.seed, 1))).collect::<Result<Vec<_>, _>>()?;
     let batch = |s: &JobSpec| group_batch(s, specs.len());
     let mut jobs = specs.iter().map(|s| Running::new(drive, s, batch(s))).collect::<Result<Vec<_>, _>>()?;
+    for (job, w) in jobs.iter_mut().zip(windows.unwrap_or_default()) {
+        job.queue.count_for_fio(w.iops_ms, w.bw_ms, job.spec.bs);
+    }
     let mut steps = 0u64;
     loop {
         let due = jobs.iter().enumerate().filter(|(_, j)| !j.done()).min_by_key(|&(i, j)| (j.ready_at(), i));
@@ -398,6 +451,7 @@ impl<'a> Running<'a> {
             read: dir(CommandKind::Read),
             write: dir(CommandKind::Write),
             trim: dir(CommandKind::Trim),
+            fio: self.queue.fio_counts(),
         }
     }
 
@@ -421,6 +475,10 @@ impl<'a> Running<'a> {
             read: dir(CommandKind::Read),
             write: dir(CommandKind::Write),
             trim: dir(CommandKind::Trim),
+            fio: jobs.iter().filter_map(|j| j.queue.fio_counts()).reduce(|mut group, job| {
+                group.sum(&job);
+                group
+            }),
         }
     }
 }

@@ -84,6 +84,7 @@
 //! | `name` | [`Job::name`] | section name | Job description |
 //! | `numjobs` | [`Job::numjobs`] | 1 | Job description |
 //! | `group_reporting` | [`Job::group_reporting`] | false | Measurements and reporting |
+//! | `bwavgtime`, `iopsavgtime` | [`Job::windows`] (ms, at least 1) | 500 | Measurements and reporting |
 //! | `ioengine`, `filename`, `direct` | recorded, no effect on the model | | |
 //! | [`IGNORED_KEYS`] (`norandommap`, `randrepeat`, `ramp_time`, ...) | accepted with one [`FioWarning`] each | | |
 //!
@@ -128,6 +129,7 @@ use thiserror::Error;
 
 use crate::input::Shown;
 pub use crate::workload::access::{Distribution, Rw};
+use crate::workload::job::FioWindows;
 pub use cmdline::{is_option, takes_value, CommandLineJobs};
 pub use convert::{memory_beside, Group, Member, DRIVE_KEYS};
 pub use parse::parse;
@@ -195,6 +197,8 @@ pub const SUPPORTED_KEYS: &[&str] = &[
     "direct",
     "group_reporting",
     "numjobs",
+    "bwavgtime",
+    "iopsavgtime",
 ];
 
 /// fio options that mean nothing for a simulated drive, each with why:
@@ -460,6 +464,9 @@ pub struct Job {
     pub group_reporting: bool,
     /// `numjobs`: clones of the job that run together (1 to [`MAX_NUMJOBS`]).
     pub numjobs: u32,
+    /// `iopsavgtime` and `bwavgtime`: the windows of the IOPS and bandwidth
+    /// samples in fio's JSON (`iops_min` ... `bw_samples`), 500 ms each.
+    pub windows: FioWindows,
     /// The job section's own options as written, in order (fio's `job options`).
     pub options: Vec<(String, String)>,
     /// Where each option the file gave the job (its own or `[global]`'s)

@@ -13,6 +13,16 @@ use super::{
 };
 use crate::input::Shown;
 use crate::workload::access::{Distribution, Rw};
+use crate::workload::job::FioWindows;
+
+/// `bwavgtime` or `iopsavgtime`: a window of 1 ms or more (fio takes 0 too,
+/// and then samples on every tick of its helper thread).
+fn parse_avg_time(v: &str) -> Result<u32, String> {
+    match parse_int(v)? {
+        n @ 1..=0xFFFF_FFFF => Ok(n as u32),
+        _ => Err("the sampling window must be 1 ms or more (up to 4294967295 ms)".into()),
+    }
+}
 
 /// Parse a fio job file (see the module docs for the accepted subset).
 pub fn parse(text: &str) -> Result<JobFile, FioError> {
@@ -177,6 +187,8 @@ pub(super) enum Key {
     Direct,
     GroupReporting,
     Numjobs,
+    BwAvgTime,
+    IopsAvgTime,
     /// One of [`IGNORED_KEYS`] without a field.
     Ignored,
 }
@@ -210,6 +222,8 @@ impl Key {
             "direct" => Key::Direct,
             "group_reporting" => Key::GroupReporting,
             "numjobs" => Key::Numjobs,
+            "bwavgtime" => Key::BwAvgTime,
+            "iopsavgtime" => Key::IopsAvgTime,
             k if IGNORED_KEYS.iter().any(|(i, _)| *i == k) => Key::Ignored,
             _ => return None,
         })
@@ -255,6 +269,7 @@ impl Default for Builder {
                 direct: false,
                 group_reporting: false,
                 numjobs: 1,
+                windows: FioWindows::default(),
                 options: Vec::new(),
                 set_at: Vec::new(),
                 line: 0,
@@ -318,6 +333,8 @@ impl Builder {
             Key::Distribution => job.distribution = parse_distribution(required()?).map_err(bad)?,
             Key::WriteHint => job.write_hint = parse_write_hint(required()?).map_err(bad)?,
             Key::Ignored => {}
+            Key::BwAvgTime => job.windows.bw_ms = parse_avg_time(required()?).map_err(bad)?,
+            Key::IopsAvgTime => job.windows.iops_ms = parse_avg_time(required()?).map_err(bad)?,
             Key::Numjobs => {
                 job.numjobs = match parse_int(required()?).map_err(bad)? {
                     n @ 1..=MAX_NUMJOBS => n as u32,

@@ -3,7 +3,7 @@
 use super::parse::Key;
 use super::values::RW_VALUES;
 use super::*;
-use crate::workload::job::Limit;
+use crate::workload::job::{FioWindows, Limit};
 
 const GIB: u64 = 1 << 30;
 
@@ -134,6 +134,7 @@ fn defaults_match_fio() {
         direct: false,
         group_reporting: false,
         numjobs: 1,
+        windows: Default::default(),
         options: Vec::new(),
         set_at: Vec::new(),
         line: 1,
@@ -275,7 +276,7 @@ fn unsupported_key_names_key_and_line_and_lists_supported() {
     assert_eq!(e, FioError::UnsupportedKey { key: "verify_async".to_string(), line: 7 });
     let msg = e.to_string();
     assert!(msg.starts_with("line 7: unsupported fio option 'verify_async' (implemented: name, rw, readwrite, bs,"));
-    assert!(msg.contains("group_reporting, numjobs; accepted with a warning"), "{msg}");
+    assert!(msg.contains("group_reporting, numjobs, bwavgtime, iopsavgtime; accepted with a warning"), "{msg}");
     // The ignored options are listed too, so a user sees every spelling that works.
     assert!(msg.contains("norandommap") && msg.contains("ramp_time") && msg.ends_with(')'), "{msg}");
     assert!(!msg.contains("did you mean"), "{msg}");
@@ -589,4 +590,13 @@ fn implemented_options_do_not_warn() {
         let read = Key::from_name(key);
         assert!(matches!(read, Some(Key::Ignored | Key::Ioengine | Key::Filename | Key::Direct)), "{key}: {read:?}");
     }
+}
+
+#[test]
+fn sampling_windows_default_to_fios_500_ms_and_refuse_zero() {
+    assert_eq!(job("[j]\n").windows, FioWindows { iops_ms: 500, bw_ms: 500 });
+    let j = job("[global]\nbwavgtime=1000\n[j]\niopsavgtime=250\n");
+    assert_eq!(j.windows, FioWindows { iops_ms: 250, bw_ms: 1000 });
+    assert!(bad_value_line("[j]\nbwavgtime=0\n").2.contains("1 ms or more"));
+    assert!(bad_value_line("[j]\niopsavgtime=5000000000\n").2.contains("1 ms or more"));
 }
