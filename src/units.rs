@@ -330,6 +330,56 @@ impl ExtentPacking {
     }
 }
 
+/// A wall-clock time in UTC, for headers and fio's job lines only: no
+/// figure depends on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UtcTime {
+    /// Seconds since 1970-01-01 00:00:00 UTC.
+    pub unix_secs: u64,
+}
+
+impl UtcTime {
+    /// The system clock's time now.
+    pub fn now() -> Self {
+        let unix_secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        UtcTime { unix_secs }
+    }
+
+    /// Year, month (1-12) and day of the month (Howard Hinnant's
+    /// civil-from-days).
+    fn date(self) -> (i64, u64, u64) {
+        let z = (self.unix_secs / 86_400) as i64 + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let day = (doy - (153 * mp + 2) / 5 + 1) as u64;
+        let month = (if mp < 10 { mp + 3 } else { mp - 9 }) as u64;
+        (yoe + era * 400 + i64::from(month <= 2), month, day)
+    }
+
+    fn clock(self) -> String {
+        let s = self.unix_secs % 86_400;
+        format!("{:02}:{:02}:{:02}", s / 3600, s % 3600 / 60, s % 60)
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SSZ`.
+    pub fn iso(self) -> String {
+        let (y, m, d) = self.date();
+        format!("{y:04}-{m:02}-{d:02}T{}Z", self.clock())
+    }
+
+    /// As C's `ctime` writes it, without the newline: `Mon Dec  7 05:04:00 2026`.
+    pub fn ctime(self) -> String {
+        const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+        const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+        let (y, m, d) = self.date();
+        let weekday = DAYS[(self.unix_secs / 86_400 % 7) as usize];
+        format!("{weekday} {} {d:2} {} {y}", MONTHS[m as usize - 1], self.clock())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -391,5 +441,15 @@ mod tests {
         assert_eq!(ChunkId::from_index(7).unwrap().index(), 7);
         assert!(ChunkId::from_index(u32::MAX as usize).is_none());
         assert_eq!(std::mem::size_of::<Option<ChunkId>>(), 4);
+    }
+
+    #[test]
+    fn utc_times_read_as_fio_and_iso_write_them() {
+        // fio 3.33's JSON of one run: "timestamp": 1796619840, "time": "Mon Dec  7 05:04:00 2026".
+        let t = UtcTime { unix_secs: 1_796_619_840 };
+        assert_eq!(t.ctime(), "Mon Dec  7 05:04:00 2026");
+        assert_eq!(t.iso(), "2026-12-07T05:04:00Z");
+        assert_eq!(UtcTime { unix_secs: 951_782_400 }.iso(), "2000-02-29T00:00:00Z");
+        assert_eq!(UtcTime { unix_secs: 0 }.ctime(), "Thu Jan  1 00:00:00 1970");
     }
 }

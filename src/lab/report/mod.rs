@@ -266,7 +266,7 @@ pub fn reproduce(
     Ok(Report {
         version: env!("CARGO_PKG_VERSION").into(),
         commit: option_env!("DURAFLASH_COMMIT").map(String::from),
-        date: utc_now(),
+        date: crate::units::UtcTime::now().iso(),
         quirks: crate::firmware::build_quirks().into_iter().map(String::from).collect(),
         command: std::env::args().collect(),
         seed,
@@ -316,24 +316,6 @@ fn model(preset: &str, capacity: Option<u64>, seed: u64) -> Result<DriveConfig, 
     cfg.media = crate::Media::MetadataOnly;
     cfg.seed = seed;
     Ok(cfg)
-}
-
-/// The wall-clock time now, UTC, as `YYYY-MM-DDTHH:MM:SSZ` (for the
-/// report's header only; no figure depends on it).
-fn utc_now() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 /// The drive a part ran, in one line: preset, size and geometry.
