@@ -127,7 +127,7 @@ fn output_formats_and_files_go_where_fio_sends_them() {
     let out = with(&[&format!("--output={}", summary.display())]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(out.stdout.is_empty());
-    assert!(std::fs::read_to_string(&summary).unwrap().starts_with("j: write "));
+    assert!(std::fs::read_to_string(&summary).unwrap().starts_with("j: (g=0): rw=write, bs=(R) 4096B-4096B"));
     std::fs::remove_file(summary).unwrap();
     // normal and json: the JSON, then the summary, in the one place, as fio writes them.
     let both = temp("both.txt");
@@ -138,7 +138,7 @@ fn output_formats_and_files_go_where_fio_sends_them() {
         let mut values = serde_json::Deserializer::from_slice(&text).into_iter::<serde_json::Value>();
         assert_eq!(values.next().unwrap().unwrap()["jobs"][0]["jobname"], "j");
         let rest = String::from_utf8_lossy(&text[values.byte_offset()..]).into_owned();
-        assert!(rest.trim_start().starts_with("j: write "), "the summary follows the JSON: {rest}");
+        assert!(rest.trim_start().starts_with("j: (g=0): rw=write"), "the summary follows the JSON: {rest}");
     }
     std::fs::remove_file(both).unwrap();
     for (more, says) in [

@@ -280,3 +280,68 @@ fn samples_depths_and_latency_ranges_follow_the_job() {
     assert!((mean(&together, 0) - sum).abs() < 1e-6 * sum, "{} against {sum}", mean(&together, 0));
     assert_eq!(together["jobs"][0]["write"]["iops_samples"], 8, "both jobs' windows");
 }
+
+/// The lines of fio's normal output that scripts read, each reduced to
+/// what must match between two runs of the same jobs: names, groups,
+/// command and byte counts, depth settings; not times or rates.
+fn text_shape(text: &str) -> Vec<String> {
+    let after = |line: &str, key: &str| line.split_once(key).map(|(_, rest)| rest.to_string());
+    let mut shape = Vec::new();
+    for line in text.lines() {
+        let t = line.trim_start();
+        let kind = if line.contains(": (groupid=") {
+            Some(line.split(": pid=").next().unwrap().to_string())
+        } else if ["read: IOPS=", "write: IOPS=", "trim: IOPS="].iter().any(|k| t.starts_with(k)) {
+            let io = after(t, ")(").and_then(|r| r.split('/').next().map(str::to_string));
+            Some(format!("{} io={}", t.split(':').next().unwrap(), io.unwrap_or_default()))
+        } else if t.starts_with("clat (") || t.starts_with("lat (usec): min") || t.starts_with("lat (nsec): min") {
+            Some(t.split(' ').next().unwrap().to_string())
+        } else if t.starts_with("clat percentiles") {
+            Some("percentiles".into())
+        } else if t.starts_with('|') {
+            Some(format!("{} percentiles", t.matches("th=[").count()))
+        } else if ["cpu ", "IO depths", "submit ", "complete "].iter().any(|k| t.starts_with(k)) {
+            Some(t.split(':').next().unwrap().trim().to_string())
+        } else if t.starts_with("issued rwts:") || t.starts_with("Run status group") {
+            Some(t.to_string())
+        } else if t.starts_with("latency   :") {
+            after(t, "percentile=")
+        } else if ["READ: bw=", "WRITE: bw=", "TRIM: bw="].iter().any(|k| t.starts_with(k)) {
+            Some(format!(
+                "{} io={}",
+                t.split(':').next().unwrap(),
+                after(t, "io=").unwrap().split(", run").next().unwrap()
+            ))
+        } else {
+            None
+        };
+        shape.extend(kind);
+    }
+    shape
+}
+
+/// `--output-format=normal` (fio's default) is fio's text: the same lines
+/// for the same jobs as real fio writes, with the same command counts and
+/// bytes, formatted as fio formats them (`IOPS=`, `BW=`, `io=4000KiB`).
+#[test]
+fn normal_output_is_fios_text_for_the_same_jobs() {
+    let job = data("fio-compat.fio");
+    let out = duraflash(&["run", &job, "--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let ours = String::from_utf8(out.stdout).unwrap();
+    assert!(ours.contains("Starting 3 processes\n"), "{ours}");
+    let shape = text_shape(&ours);
+    for want in [
+        "randwrite: (groupid=0, jobs=1): err= 0",
+        "write io=8000KiB",
+        "issued rwts: total=0,2000,0,0 short=0,0,0,0 dropped=0,0,0,0",
+    ] {
+        assert!(shape.iter().any(|l| l == want), "{want} in {shape:#?}");
+    }
+    if tools::have("fio", "fio") {
+        let fio = Command::new("fio").args(["--ioengine=null", &job]).output().expect("fio runs");
+        assert!(fio.status.success(), "fio: {}", stderr(&fio));
+        let theirs = String::from_utf8(fio.stdout).unwrap();
+        assert_eq!(shape, text_shape(&theirs), "ours:\n{ours}\nfio's:\n{theirs}");
+    }
+}

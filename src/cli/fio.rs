@@ -17,6 +17,7 @@ use duraflash::workload::job::{run_fio_group, JobResult, JobSpec};
 use duraflash::Lpn;
 
 use super::fio_json::{group_agg, FioJob, FioOutput};
+use super::fio_text::{self, JobLine};
 use super::output::{emit, with_progress, Provenance};
 use super::{open_drive, save_image, DriveArgs, Failure, Output, Reads};
 
@@ -365,8 +366,9 @@ pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
         return Ok(());
     }
     let (mut drive, _lock) = open_drive(cfg, args.image.as_deref())?;
-    // Each group's reported jobs: (group id, index of the job in the file, result).
-    let mut results: Vec<(u32, usize, JobResult)> = Vec::new();
+    // Each group's reported jobs: (group id, index of the job in the file,
+    // jobs summed into it, result).
+    let mut results: Vec<(u32, usize, usize, JobResult)> = Vec::new();
     for group in &groups {
         if streams > 1 {
             let hints = group_hints(&file, group, u64::from(drive.config().unit_bytes))
@@ -392,39 +394,44 @@ pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
         let r = with_progress(&args.out, &phase, |p| run_fio_group(&mut drive, &specs, &windows, p))
             .map_err(Failure::run)?;
         if group.reporting {
-            results.push((group.id, group.members[0].job, r.total));
+            results.push((group.id, group.members[0].job, group.members.len(), r.total));
         } else {
-            results.extend(group.members.iter().zip(r.jobs).map(|(m, j)| (group.id, m.job, j)));
+            results.extend(group.members.iter().zip(r.jobs).map(|(m, j)| (group.id, m.job, 1, j)));
         }
     }
     save_image(&drive, args.image.as_deref())?;
-    let mut summary = String::new();
-    for (_, _, r) in &results {
-        summary += &format!("{}: ", r.name);
-        for (name, d) in [("read", &r.read), ("write", &r.write), ("trim", &r.trim)] {
-            if d.lat.commands > 0 {
-                summary += &format!(
-                    "{name} {:.0} IOPS {:.1} MB/s (clat p50 {:.0} us, p99 {:.0} us)  ",
-                    d.iops,
-                    d.bw_bytes / 1e6,
-                    d.lat.p50_ns as f64 / 1e3,
-                    d.lat.p99_ns as f64 / 1e3
-                );
-            }
-        }
-        summary += &format!("[{:.3} s simulated]\n", r.elapsed_ns as f64 / 1e9);
-    }
-    let s = drive.stats();
-    summary +=
-        &format!("drive: WAF {:.3}, compression {:.3}, dedup {:.3}\n", s.waf, s.compression_ratio, s.dedup_ratio);
-    let jobs = results
+    let jobs: Vec<FioJob> = results
         .iter()
-        .map(|(group, job, r)| {
-            let agg = group_agg(results.iter().filter(|(g, _, _)| g == group).map(|(_, _, r)| r));
+        .map(|(group, job, _, r)| {
+            let agg = group_agg(results.iter().filter(|(g, ..)| g == group).map(|(.., r)| r));
             let iodepth = file.jobs[*job].iodepth;
             FioJob::new(r, *group, iodepth, options(&file.jobs[*job].options), agg, plus)
         })
         .collect();
+    let lines: Vec<JobLine> = file
+        .jobs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, j)| {
+            let group = groups.iter().find(|g| g.members.iter().any(|m| m.job == i))?.id;
+            let (name, rw, bs, iodepth, clones) = (j.name.as_str(), fio::rw_name(j.rw), j.bs, j.iodepth, j.numjobs);
+            Some(JobLine { name, group, rw, bs, iodepth, clones })
+        })
+        .collect();
+    let mut summary = fio_text::preamble(&lines);
+    for (j, (.., members, _)) in jobs.iter().zip(&results) {
+        summary += &fio_text::job(j, *members);
+    }
+    for group in &groups {
+        let reported: Vec<&FioJob> =
+            jobs.iter().zip(&results).filter(|(_, r)| r.0 == group.id).map(|(j, _)| j).collect();
+        summary += &fio_text::group(group.id, &reported);
+    }
+    let s = drive.stats();
+    summary += &format!(
+        "\nDrive (duraflash): WAF {:.3}, compression {:.3}, dedup {:.3}\n",
+        s.waf, s.compression_ratio, s.dedup_ratio
+    );
     let cfg = drive.config().clone();
     let out = FioOutput {
         provenance: Provenance::new(&cfg),

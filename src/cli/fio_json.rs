@@ -22,41 +22,41 @@ use super::output::Provenance;
 /// `lat_ns` (submission to completion) equals `clat_ns`.
 #[derive(Serialize)]
 pub(crate) struct FioDir {
-    io_bytes: u64,
-    io_kbytes: u64,
-    bw_bytes: u64,
-    bw: u64,
-    iops: f64,
-    runtime: u64,
-    total_ios: u64,
-    short_ios: u64,
-    drop_ios: u64,
-    slat_ns: FioLatency,
-    clat_ns: FioLatency,
-    lat_ns: FioLatency,
-    bw_min: u64,
-    bw_max: u64,
+    pub(super) io_bytes: u64,
+    pub(super) io_kbytes: u64,
+    pub(super) bw_bytes: u64,
+    pub(super) bw: u64,
+    pub(super) iops: f64,
+    pub(super) runtime: u64,
+    pub(super) total_ios: u64,
+    pub(super) short_ios: u64,
+    pub(super) drop_ios: u64,
+    pub(super) slat_ns: FioLatency,
+    pub(super) clat_ns: FioLatency,
+    pub(super) lat_ns: FioLatency,
+    pub(super) bw_min: u64,
+    pub(super) bw_max: u64,
     /// Percent of the group's aggregate bandwidth (fio's `bw_agg`).
-    bw_agg: f64,
-    bw_mean: f64,
-    bw_dev: f64,
-    bw_samples: u64,
-    iops_min: u64,
-    iops_max: u64,
-    iops_mean: f64,
-    iops_stddev: f64,
-    iops_samples: u64,
+    pub(super) bw_agg: f64,
+    pub(super) bw_mean: f64,
+    pub(super) bw_dev: f64,
+    pub(super) bw_samples: u64,
+    pub(super) iops_min: u64,
+    pub(super) iops_max: u64,
+    pub(super) iops_mean: f64,
+    pub(super) iops_stddev: f64,
+    pub(super) iops_samples: u64,
 }
 
 /// fio's `sync` object: the jobs issue no flushes.
 #[derive(Serialize)]
-struct FioSync {
-    total_ios: u64,
-    lat_ns: FioLatency,
+pub(super) struct FioSync {
+    pub(super) total_ios: u64,
+    pub(super) lat_ns: FioLatency,
 }
 
 /// A distribution in percent under fio's keys, in fio's order.
-struct Percents(Vec<(String, f64)>);
+pub(super) struct Percents(pub(super) Vec<(String, f64)>);
 
 impl Serialize for Percents {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -84,37 +84,37 @@ impl Percents {
 
 #[derive(Serialize)]
 pub(crate) struct FioJob {
-    jobname: String,
-    groupid: u32,
-    error: u32,
+    pub(super) jobname: String,
+    pub(super) groupid: u32,
+    pub(super) error: u32,
     /// Seconds left: none, the job is done.
-    eta: u64,
+    pub(super) eta: u64,
     /// Simulated seconds, whole (fio's `elapsed`).
-    elapsed: u64,
+    pub(super) elapsed: u64,
     /// Simulated ns (ours; fio has only whole seconds).
-    elapsed_ns: u64,
+    pub(super) elapsed_ns: u64,
     #[serde(rename = "job options")]
-    job_options: BTreeMap<String, String>,
-    read: FioDir,
-    write: FioDir,
-    trim: FioDir,
-    sync: FioSync,
-    job_runtime: u64,
-    usr_cpu: f64,
-    sys_cpu: f64,
-    ctx: u64,
-    majf: u64,
-    minf: u64,
-    iodepth_level: Percents,
-    iodepth_submit: Percents,
-    iodepth_complete: Percents,
-    latency_ns: Percents,
-    latency_us: Percents,
-    latency_ms: Percents,
-    latency_depth: u32,
-    latency_target: u64,
-    latency_percentile: f64,
-    latency_window: u64,
+    pub(super) job_options: BTreeMap<String, String>,
+    pub(super) read: FioDir,
+    pub(super) write: FioDir,
+    pub(super) trim: FioDir,
+    pub(super) sync: FioSync,
+    pub(super) job_runtime: u64,
+    pub(super) usr_cpu: f64,
+    pub(super) sys_cpu: f64,
+    pub(super) ctx: u64,
+    pub(super) majf: u64,
+    pub(super) minf: u64,
+    pub(super) iodepth_level: Percents,
+    pub(super) iodepth_submit: Percents,
+    pub(super) iodepth_complete: Percents,
+    pub(super) latency_ns: Percents,
+    pub(super) latency_us: Percents,
+    pub(super) latency_ms: Percents,
+    pub(super) latency_depth: u32,
+    pub(super) latency_target: u64,
+    pub(super) latency_percentile: f64,
+    pub(super) latency_window: u64,
 }
 
 #[derive(Serialize)]

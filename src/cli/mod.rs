@@ -26,6 +26,7 @@ pub(crate) mod bounds;
 pub(crate) mod estimate;
 pub(crate) mod fio;
 mod fio_json;
+mod fio_text;
 pub(crate) mod output;
 pub(crate) mod replay;
 pub(crate) mod reviews;

@@ -133,6 +133,7 @@ use crate::workload::job::FioWindows;
 pub use cmdline::{is_option, takes_value, CommandLineJobs};
 pub use convert::{memory_beside, Group, Member, DRIVE_KEYS};
 pub use parse::parse;
+pub use values::rw_name;
 
 mod cmdline;
 mod convert;
