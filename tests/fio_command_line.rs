@@ -166,7 +166,7 @@ fn output_formats_and_files_go_where_fio_sends_them() {
         (&["run", "--rw=write"][..], "need --name=NAME to start a job"),
         (&["run"], "no jobs: give a fio job file"),
         (&["run", "--capcity", "64MiB", "--name=j"], "a similar argument exists: '--capacity'"),
-        (&["run", "a.fio", "b.fio"], "b.fio: one job file at a time"),
+        (&["run", "/nonexistent/a.fio", "/nonexistent/b.fio"], "/nonexistent/a.fio: "),
     ] {
         let out = duraflash(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));

@@ -345,3 +345,55 @@ fn normal_output_is_fios_text_for_the_same_jobs() {
         assert_eq!(shape, text_shape(&theirs), "ours:\n{ours}\nfio's:\n{theirs}");
     }
 }
+
+/// Several job files run as fio runs them: one after another, the first
+/// job of each later file starting a new group, each file's `[global]`
+/// its own; the reader sees the same jobs as in real fio's JSON, and an
+/// error names its file and that file's line.
+#[test]
+fn several_job_files_run_in_turn_as_fio_runs_them() {
+    let (a, b) = (temp("first.fio"), temp("second.fio"));
+    std::fs::write(&a, "[global]\nbs=8k\nsize=1m\n[writer]\nrw=write\n[writer2]\nrw=randwrite\nnumber_ios=10").unwrap();
+    std::fs::write(&b, "; the second file\n[global]\niodepth=2\n[reader]\nrw=read\nsize=1m\n").unwrap();
+    let (a_s, b_s) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let ours = temp("files-ours.json");
+    let out = duraflash(&["run", a_s, b_s, "--capacity", "64MiB", "--quiet", "--json", ours.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&ours).unwrap()).unwrap();
+    let groups: Vec<(&str, u64)> = v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| (j["jobname"].as_str().unwrap(), j["groupid"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(groups, [("writer", 0), ("writer2", 0), ("reader", 1)], "the second file's job waits for the first's");
+    assert_eq!(v["jobs"][2]["read"]["total_ios"], 256, "1 MiB in 4 KiB reads: the first file's [global] stays there");
+    assert_eq!(v["global options"]["iodepth"], "2", "the last file's, as fio writes them");
+    let our_lines = read_like_fio_users(&ours);
+    if tools::have("fio", "fio") {
+        let theirs = temp("files-fio.json");
+        let fio = Command::new("fio")
+            .args(["--ioengine=null", "--output-format=json", "--output", theirs.to_str().unwrap(), a_s, b_s])
+            .output()
+            .expect("fio runs");
+        assert!(fio.status.success(), "fio: {}", stderr(&fio));
+        assert_eq!(our_lines, read_like_fio_users(&theirs), "the reader sees the same jobs in both");
+        let fio_json: serde_json::Value = serde_json::from_slice(&std::fs::read(&theirs).unwrap()).unwrap();
+        assert_eq!(fio_json["jobs"][2]["groupid"], 1, "fio groups them so too");
+        assert_eq!(fio_json["global options"], v["global options"]);
+        let _ = std::fs::remove_file(theirs);
+    }
+    // Errors name the file and its own line; a key before the second
+    // file's first section belongs to no section, as in fio.
+    std::fs::write(&b, "[reader]\nrw=read\nbs=4q\n").unwrap();
+    let out = duraflash(&["run", a_s, b_s, "--capacity", "64MiB", "--quiet"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains(&format!("{b_s}: line 3: bad value '4q' for 'bs'")), "{}", stderr(&out));
+    std::fs::write(&b, "rw=read\n[reader]\n").unwrap();
+    let out = duraflash(&["run", a_s, b_s, "--capacity", "64MiB", "--quiet"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains(&format!("{b_s}: line 1:")), "{}", stderr(&out));
+    for f in [a, b, ours] {
+        let _ = std::fs::remove_file(f);
+    }
+}

@@ -23,8 +23,9 @@ use super::{open_drive, save_image, DriveArgs, Failure, Output, Reads};
 
 #[derive(Args)]
 pub(crate) struct RunArgs {
-    /// The fio job file; or give the jobs as fio's command-line options
-    /// instead, as with fio itself: --name=j --rw=randwrite --bs=4k --size=64m.
+    /// The fio job files (several run one after another, each file's first job starting a new group,
+    /// as fio runs them); or give the jobs as fio's command-line options instead, as with fio itself:
+    /// --name=j --rw=randwrite --bs=4k --size=64m.
     #[arg(value_name = "JOB")]
     jobs: Vec<PathBuf>,
     /// Only run this job section of the file (fio's --section; repeatable; [global] still applies).
@@ -55,25 +56,37 @@ pub(crate) struct RunArgs {
     out: Output,
 }
 
-/// Where the jobs come from: a job file, or fio's options on the command
+/// Where the jobs come from: job files, or fio's options on the command
 /// line. Messages name the file and line, or the argument.
 enum Source {
-    File(PathBuf),
+    /// Job files, their texts one after another (each ending in a line
+    /// break), and the line of the whole each file starts at.
+    Files {
+        paths: Vec<PathBuf>,
+        text: String,
+        starts: Vec<usize>,
+    },
     CommandLine(fio::CommandLineJobs),
 }
 
 impl Source {
-    /// The job file `run` was given, or the jobs its command line gave.
+    /// The job files `run` was given, each read only up to fio's cap, or
+    /// the jobs its command line gave.
     fn of(args: &RunArgs) -> Result<Self, Failure> {
-        if let [_, second, ..] = args.jobs.as_slice() {
-            return Err(Failure::Usage(format!(
-                "{}: one job file at a time (fio runs several as groups one after another: put their jobs in one \
-                 file, the first of each group with stonewall)",
-                second.display()
-            )));
-        }
         match (args.jobs.first(), args.fio_options.is_empty()) {
-            (Some(job), true) => Ok(Source::File(job.clone())),
+            (Some(_), true) => {
+                let (mut text, mut starts) = (String::new(), Vec::new());
+                for path in &args.jobs {
+                    starts.push(text.lines().count() + 1);
+                    let file = read_capped(path, fio::MAX_JOB_FILE_BYTES, "fio job file")
+                        .map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?;
+                    text += &file;
+                    if !text.ends_with('\n') {
+                        text.push('\n');
+                    }
+                }
+                Ok(Source::Files { paths: args.jobs.clone(), text, starts })
+            }
             (None, false) => fio::CommandLineJobs::new(&args.fio_options)
                 .map(Source::CommandLine)
                 .map_err(|e| Failure::Usage(format!("command line: {e}"))),
@@ -90,36 +103,56 @@ impl Source {
         }
     }
 
-    /// The parsed jobs, a file read only up to fio's cap.
+    /// The parsed jobs.
     fn parse(&self) -> Result<fio::JobFile, Failure> {
         match self {
-            Source::File(path) => {
-                let text = read_capped(path, fio::MAX_JOB_FILE_BYTES, "fio job file")
-                    .map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?;
-                fio::parse(&text).map_err(|e| Failure::Usage(self.at(e)))
+            Source::Files { text, starts, .. } => {
+                fio::parse_files(text, &starts[1..]).map_err(|e| Failure::Usage(self.at(e)))
             }
             Source::CommandLine(jobs) => jobs.parse().map_err(|e| Failure::Usage(self.at(e))),
         }
     }
 
+    /// Line `n` of the jobs as a reader finds it: `FILE: line M`, or the
+    /// command-line argument it came from.
+    fn line(&self, n: usize) -> String {
+        match self {
+            Source::Files { paths, starts, .. } => {
+                let file = starts.partition_point(|&s| s <= n).saturating_sub(1);
+                format!("{}: line {}", paths[file].display(), n + 1 - starts[file])
+            }
+            Source::CommandLine(jobs) => match jobs.argument(n) {
+                Some(arg) => format!("command line: {}", Shown::new(arg)),
+                None => format!("command line: line {n}"),
+            },
+        }
+    }
+
     /// `what` (which names lines as "line N") as a message: after the file's
-    /// name, or with each line named by the argument it came from.
+    /// name; with several files, each line named by its file; from the
+    /// command line, each line named by the argument it came from.
     fn at(&self, what: impl fmt::Display) -> String {
         let text = what.to_string();
-        let Source::CommandLine(jobs) = self else {
-            return format!("{self}: {text}");
-        };
-        let mut out = String::new();
-        let mut rest = text.as_str();
+        if let Source::Files { paths, .. } = self {
+            if paths.len() == 1 {
+                return format!("{self}: {text}");
+            }
+        }
+        let (mut out, mut rest, mut named) = (String::new(), text.as_str(), false);
         while let Some(at) = rest.find("line ") {
             let after = &rest[at + 5..];
             let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-            let arg = after[..digits].parse().ok().and_then(|n| jobs.argument(n));
-            match arg {
-                Some(arg) => {
+            let name = match (self, after[..digits].parse::<usize>()) {
+                (Source::CommandLine(jobs), Ok(n)) => jobs.argument(n).map(|arg| Shown::new(arg).to_string()),
+                (Source::Files { .. }, Ok(n)) if n > 0 => Some(self.line(n)),
+                _ => None,
+            };
+            match name {
+                Some(name) => {
                     out += &rest[..at];
-                    out += &Shown::new(arg).to_string();
+                    out += &name;
                     rest = &after[digits..];
+                    named = true;
                 }
                 None => {
                     out += &rest[..at + 5];
@@ -127,14 +160,20 @@ impl Source {
                 }
             }
         }
-        format!("command line: {out}{rest}")
+        match self {
+            Source::Files { .. } if named => format!("{out}{rest}"),
+            _ => format!("{self}: {out}{rest}"),
+        }
     }
 }
 
 impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Source::File(path) => write!(f, "{}", path.display()),
+            Source::Files { paths, .. } => {
+                let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+                f.write_str(&names.join(", "))
+            }
             Source::CommandLine(_) => f.write_str("command line"),
         }
     }
@@ -299,11 +338,10 @@ fn group_hints(file: &fio::JobFile, group: &fio::Group, unit: u64) -> Result<Vec
 pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
     fio_outputs(&mut args)?;
     let plus = args.output_format.is_some_and(|f| f.plus);
-    args.out.start(&[
-        ("job file", args.jobs.first().map(PathBuf::as_path)),
-        ("--image", args.image.as_deref()),
-        ("--config", args.drive.config.as_deref()),
-    ])?;
+    let mut inputs: Vec<(&str, Option<&std::path::Path>)> =
+        args.jobs.iter().map(|j| ("job file", Some(j.as_path()))).collect();
+    inputs.extend([("--image", args.image.as_deref()), ("--config", args.drive.config.as_deref())]);
+    args.out.start(&inputs)?;
     let source = Source::of(&args)?;
     let mut file = source.parse()?;
     for w in &file.warnings {
@@ -319,9 +357,8 @@ pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
         let flag = format!("--{}", s.key);
         if given.contains(&flag.as_str()) {
             note!(
-                "duraflash: note: {}: line {}: [drive] {}={} is overridden by {flag} on the command line",
-                source,
-                s.line,
+                "duraflash: note: {}: [drive] {}={} is overridden by {flag} on the command line",
+                source.line(s.line),
                 s.key,
                 Shown::new(&s.value)
             );
@@ -336,9 +373,8 @@ pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
         });
         match from_file {
             Some(s) => Failure::Usage(format!(
-                "{}: line {}: [drive] {}={}: {}",
-                source,
-                s.line,
+                "{}: [drive] {}={}: {}",
+                source.line(s.line),
                 s.key,
                 Shown::new(&s.value),
                 text.trim_start_matches(&format!("--{}", s.key)).trim_start_matches([':', ' '])

@@ -132,7 +132,7 @@ pub use crate::workload::access::{Distribution, Rw};
 use crate::workload::job::FioWindows;
 pub use cmdline::{is_option, takes_value, CommandLineJobs};
 pub use convert::{memory_beside, Group, Member, DRIVE_KEYS};
-pub use parse::parse;
+pub use parse::{parse, parse_files};
 pub use values::rw_name;
 
 mod cmdline;

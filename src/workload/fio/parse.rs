@@ -26,6 +26,18 @@ fn parse_avg_time(v: &str) -> Result<u32, String> {
 
 /// Parse a fio job file (see the module docs for the accepted subset).
 pub fn parse(text: &str) -> Result<JobFile, FioError> {
+    parse_files(text, &[])
+}
+
+/// Parse several job files given one after another in `text`, each later
+/// one starting at a line of `starts`, as fio reads the job files of one
+/// command line (init.c `parse_jobs_ini` with its `stonewall_flag`): a
+/// file's first line closes the section the file before it left open,
+/// each file starts from fio's defaults (a `[global]` applies to its own
+/// file; the JSON's `global options` are the last file's, as fio's are),
+/// and the first job of each later file starts a new group, as if it said
+/// `stonewall`.
+pub fn parse_files(text: &str, starts: &[usize]) -> Result<JobFile, FioError> {
     let mut drive = Vec::new();
     let mut jobs: Vec<Job> = Vec::new();
     let mut global = Builder::default();
@@ -34,8 +46,15 @@ pub fn parse(text: &str) -> Result<JobFile, FioError> {
     let mut warnings: Vec<FioWarning> = Vec::new();
     // Each job's name and header line, for duplicates.
     let mut names: HashMap<String, usize> = HashMap::new();
+    // A later file began and none of its jobs has started a group yet.
+    let mut new_file = false;
     for (index, raw) in text.lines().enumerate() {
         let line = index + 1;
+        if starts.contains(&line) {
+            finish(std::mem::replace(&mut section, Section::None), &mut jobs, &mut names)?;
+            (global, new_file) = (Builder::default(), true);
+            global_options.clear();
+        }
         if raw.len() > MAX_LINE_BYTES {
             let reason = format!("longer than {MAX_LINE_BYTES} bytes, the longest line fio reads whole");
             return Err(FioError::Syntax { line, reason });
@@ -49,7 +68,11 @@ pub fn parse(text: &str) -> Result<JobFile, FioError> {
             section = match section_name(content, line)? {
                 "global" => Section::Global,
                 "drive" => Section::Drive,
-                name => Section::Job { name: name.to_string(), line, builder: Box::new(global.clone()) },
+                name => {
+                    let mut builder = Box::new(global.clone());
+                    builder.job.stonewall |= std::mem::take(&mut new_file);
+                    Section::Job { name: name.to_string(), line, builder }
+                }
             };
             continue;
         }

@@ -600,3 +600,15 @@ fn sampling_windows_default_to_fios_500_ms_and_refuse_zero() {
     assert!(bad_value_line("[j]\nbwavgtime=0\n").2.contains("1 ms or more"));
     assert!(bad_value_line("[j]\niopsavgtime=5000000000\n").2.contains("1 ms or more"));
 }
+
+#[test]
+fn later_files_start_a_group_from_fios_defaults() {
+    let text = "[global]\nbs=8k\n[a]\nrw=write\n[b]\nrw=write\n[global]\niodepth=4\n[c]\nrw=read\n";
+    let file = parse_files(text, &[7]).unwrap();
+    let seen: Vec<(&str, bool, u64, u32)> =
+        file.jobs.iter().map(|j| (j.name.as_str(), j.stonewall, j.bs, j.iodepth)).collect();
+    assert_eq!(seen, [("a", false, 8192, 1), ("b", false, 8192, 1), ("c", true, 4096, 4)]);
+    assert_eq!(file.global_options, [("iodepth".to_string(), "4".to_string())]);
+    assert_eq!(parse(text).unwrap().jobs[2].bs, 8192, "one file: [global] builds on");
+    assert!(matches!(parse_files("[a]\nrw=read\nbs=4k\n", &[3]), Err(FioError::KeyOutsideSection { line: 3, .. })));
+}
