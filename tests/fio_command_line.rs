@@ -122,6 +122,13 @@ fn output_formats_and_files_go_where_fio_sends_them() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is the JSON alone");
     assert_eq!(v["jobs"][0]["write"]["io_bytes"], 1 << 20);
+    assert!(stderr(&out).is_empty(), "and no text, as fio: {}", stderr(&out));
+    // json into --output: nothing on stdout.
+    let json = temp("only.json");
+    let out = with(&["--output-format=json", &format!("--output={}", json.display())]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(out.stdout.is_empty() && stderr(&out).is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
+    std::fs::remove_file(json).unwrap();
     // normal into --output: the summary in the file, nothing on stdout.
     let summary = temp("summary.txt");
     let out = with(&[&format!("--output={}", summary.display())]);

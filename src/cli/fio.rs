@@ -179,8 +179,8 @@ impl fmt::Display for Source {
     }
 }
 
-/// fio's `--output-format`. The summary (`normal`) is written in any
-/// case: on stderr when only the JSON was asked for on stdout.
+/// fio's `--output-format`. As in fio, a JSON format alone writes no text;
+/// without the flag the text (`normal`, fio's default) is written.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Formats {
     /// `normal` named: with a JSON format, the summary follows the JSON.
@@ -207,9 +207,9 @@ fn parse_formats(s: &str) -> Result<Formats, String> {
 }
 
 /// fio's `--output-format` and `--output` as this tool's outputs: the JSON
-/// goes where `--json` would send it (`--output`, else stdout, the summary
-/// then on stderr, or after the JSON when `normal` was named too, as fio
-/// writes both), and the normal format alone goes into `--output`.
+/// goes where `--json` would send it (`--output`, else stdout, the text
+/// after it when `normal` was named too, as fio writes both), and the
+/// normal format alone goes into `--output`.
 fn fio_outputs(args: &mut RunArgs) -> Result<(), Failure> {
     let formats = args.output_format.unwrap_or_default();
     match (formats.json, args.output.take(), args.out.json.is_some()) {
@@ -338,6 +338,8 @@ fn group_hints(file: &fio::JobFile, group: &fio::Group, unit: u64) -> Result<Vec
 pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
     fio_outputs(&mut args)?;
     let plus = args.output_format.is_some_and(|f| f.plus);
+    // fio writes its text only when asked for (`normal`, its default).
+    let text = args.output_format.is_none_or(|f| f.normal || !f.json);
     let mut inputs: Vec<(&str, Option<&std::path::Path>)> =
         args.jobs.iter().map(|j| ("job file", Some(j.as_path()))).collect();
     inputs.extend([("--image", args.image.as_deref()), ("--config", args.drive.config.as_deref())]);
@@ -454,20 +456,23 @@ pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
             Some(JobLine { name, group, rw, bs, iodepth, clones })
         })
         .collect();
-    let mut summary = fio_text::preamble(&lines);
-    for (j, (.., members, _)) in jobs.iter().zip(&results) {
-        summary += &fio_text::job(j, *members);
-    }
-    for group in &groups {
-        let reported: Vec<&FioJob> =
-            jobs.iter().zip(&results).filter(|(_, r)| r.0 == group.id).map(|(j, _)| j).collect();
-        summary += &fio_text::group(group.id, &reported);
-    }
     let s = drive.stats();
-    summary += &format!(
-        "\nDrive (duraflash): WAF {:.3}, compression {:.3}, dedup {:.3}\n",
-        s.waf, s.compression_ratio, s.dedup_ratio
-    );
+    let mut summary = String::new();
+    if text {
+        summary += &fio_text::preamble(&lines);
+        for (j, (.., members, _)) in jobs.iter().zip(&results) {
+            summary += &fio_text::job(j, *members);
+        }
+        for group in &groups {
+            let reported: Vec<&FioJob> =
+                jobs.iter().zip(&results).filter(|(_, r)| r.0 == group.id).map(|(j, _)| j).collect();
+            summary += &fio_text::group(group.id, &reported);
+        }
+        summary += &format!(
+            "\nDrive (duraflash): WAF {:.3}, compression {:.3}, dedup {:.3}\n",
+            s.waf, s.compression_ratio, s.dedup_ratio
+        );
+    }
     let cfg = drive.config().clone();
     let out = FioOutput {
         provenance: Provenance::new(&cfg),
