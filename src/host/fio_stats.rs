@@ -162,7 +162,7 @@ pub struct FioStats {
     latency: [u64; 32],
 }
 
-/// A job's [`FioStats`] when it is done.
+/// What a job's queue counted for fio, once the job is done.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FioCounts {
     /// IOPS samples per kind.

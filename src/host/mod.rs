@@ -141,7 +141,7 @@ impl HostQueue {
     }
 
     /// From now on the queue also counts what fio reports beside
-    /// latencies, for commands of `bytes` each ([`FioStats`]).
+    /// latencies, for commands of `bytes` each (see [`FioCounts`]).
     pub fn count_for_fio(&mut self, iops_window_ms: u32, bw_window_ms: u32, bytes: u64) {
         self.fio = Some(Box::new(FioStats::new(iops_window_ms, bw_window_ms, bytes, self.start)));
     }
