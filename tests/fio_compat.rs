@@ -50,6 +50,7 @@ fn same_as_fio(name: &str, lines: usize) -> serde_json::Value {
     if tools::have("fio", "fio") {
         let theirs = temp(&format!("{name}-fio.json"));
         let fio = Command::new("fio")
+            .current_dir(std::env::temp_dir())
             .args(["--ioengine=null", "--output-format=json", "--output", theirs.to_str().unwrap(), &job])
             .output()
             .expect("fio runs");
@@ -339,7 +340,11 @@ fn normal_output_is_fios_text_for_the_same_jobs() {
         assert!(shape.iter().any(|l| l == want), "{want} in {shape:#?}");
     }
     if tools::have("fio", "fio") {
-        let fio = Command::new("fio").args(["--ioengine=null", &job]).output().expect("fio runs");
+        let fio = Command::new("fio")
+            .current_dir(std::env::temp_dir())
+            .args(["--ioengine=null", &job])
+            .output()
+            .expect("fio runs");
         assert!(fio.status.success(), "fio: {}", stderr(&fio));
         let theirs = String::from_utf8(fio.stdout).unwrap();
         assert_eq!(shape, text_shape(&theirs), "ours:\n{ours}\nfio's:\n{theirs}");
@@ -373,6 +378,7 @@ fn several_job_files_run_in_turn_as_fio_runs_them() {
     if tools::have("fio", "fio") {
         let theirs = temp("files-fio.json");
         let fio = Command::new("fio")
+            .current_dir(std::env::temp_dir())
             .args(["--ioengine=null", "--output-format=json", "--output", theirs.to_str().unwrap(), a_s, b_s])
             .output()
             .expect("fio runs");
@@ -389,6 +395,14 @@ fn several_job_files_run_in_turn_as_fio_runs_them() {
     let out = duraflash(&["run", a_s, b_s, "--capacity", "64MiB", "--quiet"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains(&format!("{b_s}: line 3: bad value '4q' for 'bs'")), "{}", stderr(&out));
+    std::fs::write(&b, "[reader]\nrw=read\nbs=line 2\n").unwrap();
+    let out = duraflash(&["run", a_s, b_s, "--capacity", "64MiB", "--quiet"]);
+    assert!(stderr(&out).contains(&format!("{b_s}: line 3: bad value 'line 2' for 'bs'")), "{}", stderr(&out));
+    // The same file twice runs twice, as in fio.
+    let out = duraflash(&["run", a_s, a_s, "--capacity", "64MiB", "--quiet", "--output-format=json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["jobs"].as_array().map(Vec::len), Some(4));
     std::fs::write(&b, "rw=read\n[reader]\n").unwrap();
     let out = duraflash(&["run", a_s, b_s, "--capacity", "64MiB", "--quiet"]);
     assert_eq!(out.status.code(), Some(2));

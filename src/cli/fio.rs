@@ -142,7 +142,10 @@ impl Source {
         while let Some(at) = rest.find("line ") {
             let after = &rest[at + 5..];
             let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            // A user's value is quoted: 'line 2' there is theirs, not a line.
+            let quoted = (out.matches('\'').count() + rest[..at].matches('\'').count()) % 2 == 1;
             let name = match (self, after[..digits].parse::<usize>()) {
+                _ if quoted => None,
                 (Source::CommandLine(jobs), Ok(n)) => jobs.argument(n).map(|arg| Shown::new(arg).to_string()),
                 (Source::Files { .. }, Ok(n)) if n > 0 => Some(self.line(n)),
                 _ => None,
@@ -459,7 +462,11 @@ pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
     let s = drive.stats();
     let mut summary = String::new();
     if text {
-        summary += &fio_text::preamble(&lines);
+        // fio writes its job lines before the run, so before the JSON too.
+        match args.out.summary_after_json {
+            true => args.out.before_json = fio_text::preamble(&lines),
+            false => summary += &fio_text::preamble(&lines),
+        }
         for (j, (.., members, _)) in jobs.iter().zip(&results) {
             summary += &fio_text::job(j, *members);
         }

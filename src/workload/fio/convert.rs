@@ -150,13 +150,17 @@ impl JobFile {
     /// with `unit_seed(spec.seed, k)`.
     pub fn plan(&self, capacity: u64, seed: u64) -> Result<Vec<Group>, WorkloadError> {
         let mut groups: Vec<Group> = Vec::new();
+        let mut file = 0;
         for (index, (job, spec)) in self.jobs.iter().zip(self.specs(capacity, seed)?).enumerate() {
             if !self.selected(job) {
                 continue;
             }
-            if job.stonewall || groups.is_empty() {
+            // A later job file starts a new group at the first of its jobs
+            // that runs (fio sets stonewall on the first job it reads).
+            if job.stonewall || groups.is_empty() || job.file != file {
                 groups.push(Group { id: groups.len() as u32, reporting: false, members: Vec::new() });
             }
+            file = job.file;
             let group = groups.last_mut().expect("a group was just pushed");
             group.reporting |= job.group_reporting;
             for k in 0..u64::from(job.numjobs) {

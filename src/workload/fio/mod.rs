@@ -110,8 +110,8 @@
 //!
 //! Checks that are stricter than fio: `time_based` without a `runtime` is an
 //! error (fio warns and drops `time_based`). A byte `size` smaller than `bs`
-//! is an error (as in fio). Duplicate job section names are errors (fio
-//! allows them). An `io_size` of more than [`MAX_DRIVE_PASSES`] passes over
+//! is an error (as in fio). Duplicate job section names in one file are
+//! errors (fio allows them). An `io_size` of more than [`MAX_DRIVE_PASSES`] passes over
 //! the drive is an error (fio runs it at the drive's speed), and so is a
 //! line longer than [`MAX_LINE_BYTES`] (fio splits it).
 //!
@@ -475,6 +475,9 @@ pub struct Job {
     pub set_at: Vec<OptionLine>,
     /// 1-based line of the job's section header.
     pub line: usize,
+    /// Which of the job files given together the job came from (0 for the
+    /// first): the first job run from each later file starts a new group.
+    pub file: usize,
     /// The section header's name (fio's `--section` selects by it).
     pub section: String,
 }

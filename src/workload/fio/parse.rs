@@ -35,8 +35,9 @@ pub fn parse(text: &str) -> Result<JobFile, FioError> {
 /// file's first line closes the section the file before it left open,
 /// each file starts from fio's defaults (a `[global]` applies to its own
 /// file; the JSON's `global options` are the last file's, as fio's are),
-/// and the first job of each later file starts a new group, as if it said
-/// `stonewall`.
+/// a job name may come again in another file, and each job knows its file
+/// ([`Job::file`]): the first job run from each later file starts a new
+/// group, as if it said `stonewall`.
 pub fn parse_files(text: &str, starts: &[usize]) -> Result<JobFile, FioError> {
     let mut drive = Vec::new();
     let mut jobs: Vec<Job> = Vec::new();
@@ -46,14 +47,14 @@ pub fn parse_files(text: &str, starts: &[usize]) -> Result<JobFile, FioError> {
     let mut warnings: Vec<FioWarning> = Vec::new();
     // Each job's name and header line, for duplicates.
     let mut names: HashMap<String, usize> = HashMap::new();
-    // A later file began and none of its jobs has started a group yet.
-    let mut new_file = false;
+    let mut file = 0;
     for (index, raw) in text.lines().enumerate() {
         let line = index + 1;
         if starts.contains(&line) {
             finish(std::mem::replace(&mut section, Section::None), &mut jobs, &mut names)?;
-            (global, new_file) = (Builder::default(), true);
+            (global, file) = (Builder::default(), file + 1);
             global_options.clear();
+            names.clear();
         }
         if raw.len() > MAX_LINE_BYTES {
             let reason = format!("longer than {MAX_LINE_BYTES} bytes, the longest line fio reads whole");
@@ -70,7 +71,7 @@ pub fn parse_files(text: &str, starts: &[usize]) -> Result<JobFile, FioError> {
                 "drive" => Section::Drive,
                 name => {
                     let mut builder = Box::new(global.clone());
-                    builder.job.stonewall |= std::mem::take(&mut new_file);
+                    builder.job.file = file;
                     Section::Job { name: name.to_string(), line, builder }
                 }
             };
@@ -296,6 +297,7 @@ impl Default for Builder {
                 options: Vec::new(),
                 set_at: Vec::new(),
                 line: 0,
+                file: 0,
                 section: String::new(),
             },
             name: None,

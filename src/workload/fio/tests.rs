@@ -138,6 +138,7 @@ fn defaults_match_fio() {
         options: Vec::new(),
         set_at: Vec::new(),
         line: 1,
+        file: 0,
         section: "only".to_string(),
     };
     assert_eq!(j, expected);
@@ -605,9 +606,22 @@ fn sampling_windows_default_to_fios_500_ms_and_refuse_zero() {
 fn later_files_start_a_group_from_fios_defaults() {
     let text = "[global]\nbs=8k\n[a]\nrw=write\n[b]\nrw=write\n[global]\niodepth=4\n[c]\nrw=read\n";
     let file = parse_files(text, &[7]).unwrap();
-    let seen: Vec<(&str, bool, u64, u32)> =
-        file.jobs.iter().map(|j| (j.name.as_str(), j.stonewall, j.bs, j.iodepth)).collect();
-    assert_eq!(seen, [("a", false, 8192, 1), ("b", false, 8192, 1), ("c", true, 4096, 4)]);
+    let seen: Vec<(&str, usize, u64, u32)> =
+        file.jobs.iter().map(|j| (j.name.as_str(), j.file, j.bs, j.iodepth)).collect();
+    assert_eq!(seen, [("a", 0, 8192, 1), ("b", 0, 8192, 1), ("c", 1, 4096, 4)]);
+    let groups = |file: &JobFile| -> Vec<Vec<usize>> {
+        let plan = file.plan(1 << 30, 1).unwrap();
+        plan.iter().map(|g| g.members.iter().map(|m| m.job).collect()).collect()
+    };
+    assert_eq!(groups(&file), [vec![0, 1], vec![2]], "the later file's first job starts a group");
+    let mut picked = parse_files("[a]\nrw=write\n[b]\nrw=write\n[c]\nrw=write\n", &[3]).unwrap();
+    picked.select(&["a".to_string(), "c".to_string()]).unwrap();
+    assert_eq!(groups(&picked), [vec![0], vec![2]], "so does its first job that runs, when --section skips one");
+    assert_eq!(
+        parse_files("[a]\nrw=write\n[a]\nrw=read\n", &[3]).unwrap().jobs.len(),
+        2,
+        "a name again, in another file"
+    );
     assert_eq!(file.global_options, [("iodepth".to_string(), "4".to_string())]);
     assert_eq!(parse(text).unwrap().jobs[2].bs, 8192, "one file: [global] builds on");
     assert!(matches!(parse_files("[a]\nrw=read\nbs=4k\n", &[3]), Err(FioError::KeyOutsideSection { line: 3, .. })));

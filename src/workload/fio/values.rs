@@ -188,12 +188,12 @@ pub(super) fn non_empty(s: &str) -> Result<String, String> {
     }
 }
 
-/// fio `rw=` spellings this model runs.
 /// `rw` as fio names it in its job lines (`rw=randwrite`).
 pub fn rw_name(rw: Rw) -> &'static str {
     RW_VALUES.iter().find(|&&(_, r)| r == rw).map_or("read", |&(name, _)| name)
 }
 
+/// fio `rw=` spellings this model runs.
 pub(super) const RW_VALUES: &[(&str, Rw)] = &[
     ("read", Rw::Read),
     ("write", Rw::Write),
