@@ -53,6 +53,7 @@ fn fio(name: &str, args: &[&str]) -> Option<Vec<String>> {
     }
     let json = temp(name);
     let out = Command::new("fio")
+        .current_dir(std::env::temp_dir())
         .args(["--ioengine=null", "--output-format=json", &format!("--output={}", json.display())])
         .args(args)
         .output()
@@ -142,10 +143,14 @@ fn output_formats_and_files_go_where_fio_sends_them() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(out.stdout.is_empty(), "all in the file");
     for text in [std::fs::read(&both).unwrap(), with(&["--output-format=json,normal"]).stdout] {
-        let mut values = serde_json::Deserializer::from_slice(&text).into_iter::<serde_json::Value>();
+        // fio's job lines come first, as fio writes them before the run.
+        let at = text.windows(2).position(|w| w == b"\n{").expect("a JSON object") + 1;
+        assert!(String::from_utf8_lossy(&text[..at]).starts_with("j: (g=0): rw=write"));
+        let text = &text[at..];
+        let mut values = serde_json::Deserializer::from_slice(text).into_iter::<serde_json::Value>();
         assert_eq!(values.next().unwrap().unwrap()["jobs"][0]["jobname"], "j");
         let rest = String::from_utf8_lossy(&text[values.byte_offset()..]).into_owned();
-        assert!(rest.trim_start().starts_with("j: (g=0): rw=write"), "the summary follows the JSON: {rest}");
+        assert!(rest.trim_start().starts_with("j: (groupid=0, jobs=1)"), "the summary follows the JSON: {rest}");
     }
     std::fs::remove_file(both).unwrap();
     for (more, says) in [
@@ -272,6 +277,7 @@ fn json_plus_carries_fios_latency_bins() {
     if tools::have("fio", "fio") {
         // fio's json+ fields, as fio 3.33 writes them: bins in clat_ns only.
         let out = Command::new("fio")
+            .current_dir(std::env::temp_dir())
             .args(["--ioengine=null", "--name=j", "--rw=randrw", "--size=1m", "--output-format=json+"])
             .output()
             .unwrap();

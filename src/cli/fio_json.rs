@@ -130,16 +130,18 @@ pub(crate) struct FioOutput<'a> {
 }
 
 /// A group's aggregate bandwidth per direction, bytes/s: its bytes over
-/// its longest job's run time in ms (stat.c `rs->agg`).
+/// its longest job's simulated time (fio's `rs->agg`, there over whole ms).
 pub(crate) fn group_agg<'a>(jobs: impl IntoIterator<Item = &'a JobResult>) -> [u64; 3] {
-    let (mut bytes, mut run_ms) = ([0u64; 3], [0u64; 3]);
+    let (mut bytes, mut run_ns) = ([0u64; 3], [0u64; 3]);
     for r in jobs {
         for (k, d) in [&r.read, &r.write, &r.trim].into_iter().enumerate() {
             bytes[k] += d.io_bytes;
-            run_ms[k] = run_ms[k].max(runtime_ms(d, r.elapsed_ns));
+            if d.lat.commands > 0 {
+                run_ns[k] = run_ns[k].max(r.elapsed_ns);
+            }
         }
     }
-    std::array::from_fn(|k| bytes[k].saturating_mul(1000).checked_div(run_ms[k]).unwrap_or(0))
+    std::array::from_fn(|k| if run_ns[k] > 0 { (bytes[k] as f64 * 1e9 / run_ns[k] as f64).round() as u64 } else { 0 })
 }
 
 fn runtime_ms(d: &DirResult, elapsed_ns: u64) -> u64 {

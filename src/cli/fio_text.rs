@@ -92,8 +92,8 @@ fn ddir(name: &str, d: &FioDir) -> String {
     if d.runtime == 0 {
         return String::new();
     }
-    let bw = d.io_bytes.saturating_mul(1000) / d.runtime;
-    let iops = d.total_ios.saturating_mul(1000) / d.runtime;
+    // The JSON's rates, from the simulated time in ns (fio's come from whole ms).
+    let (bw, iops) = (d.bw_bytes, d.iops.round() as u64);
     let mut out = format!(
         "  {name}: IOPS={}, BW={} ({})({}/{}msec)\n",
         num2str(iops, 4, false, ""),
@@ -207,9 +207,12 @@ pub(crate) fn group(id: u32, jobs: &[&FioJob]) -> String {
         let Some(max_run) = dirs.iter().map(|d| d.runtime).max() else { continue };
         let min_run = dirs.iter().map(|d| d.runtime).min().unwrap_or(max_run);
         let io: u64 = dirs.iter().map(|d| d.io_bytes).sum();
-        let bws: Vec<u64> = dirs.iter().map(|d| d.io_bytes.saturating_mul(1000) / d.runtime).collect();
-        let (lo, hi) = (bws.iter().copied().min().unwrap_or(0), bws.iter().copied().max().unwrap_or(0));
-        let agg = io.saturating_mul(1000) / max_run;
+        let (lo, hi) = dirs.iter().fold((u64::MAX, 0), |(lo, hi), d| (lo.min(d.bw_bytes), hi.max(d.bw_bytes)));
+        // The group's bytes over its longest job's time, each job's time
+        // from its bytes and rate (as in its own line).
+        let secs =
+            dirs.iter().filter(|d| d.bw_bytes > 0).map(|d| d.io_bytes as f64 / d.bw_bytes as f64).fold(0.0, f64::max);
+        let agg = if secs > 0.0 { (io as f64 / secs).round() as u64 } else { 0 };
         let both = |v: u64| (num2str(v, 4, true, "B/s"), num2str(v, 4, false, "B/s"));
         let ((a, a2), (l, l2), (h, h2)) = (both(agg), both(lo), both(hi));
         out += &format!(

@@ -366,6 +366,10 @@ pub(crate) struct Output {
     /// `--output-format=json,normal`.
     #[arg(skip)]
     pub(crate) summary_after_json: bool,
+    /// What goes before the JSON when the summary follows it (fio's job
+    /// lines, which fio writes before the run).
+    #[arg(skip)]
+    pub(crate) before_json: String,
 }
 
 /// What `--image` failed with, as the exit status says: a config that is

@@ -163,7 +163,7 @@ pub(crate) fn emit(
     }
     .map_err(|e| Failure::Run(e.to_string()))?;
     let summary = summary.as_str();
-    let json = if out.summary_after_json { format!("{json}\n\n{summary}") } else { json + "\n" };
+    let json = if out.summary_after_json { format!("{}{json}\n\n{summary}", out.before_json) } else { json + "\n" };
     match out.json.as_deref() {
         Some(p) if is_stdout(p) => {
             if !out.summary_after_json {

@@ -439,12 +439,28 @@ pub struct FioLatency {
     /// Commands counted.
     #[serde(rename = "N")]
     pub n: u64,
-    /// Percentiles (absent when nothing was counted, as in fio).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Percentiles (absent when nothing was counted, as in fio), written
+    /// in fio's order: by percentile, not by key.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "in_percentile_order")]
     pub percentile: Option<std::collections::BTreeMap<String, u64>>,
     /// fio's latency bins, in `--output-format=json+` only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bins: Option<FioBins>,
+}
+
+fn in_percentile_order<S: serde::Serializer>(
+    p: &Option<std::collections::BTreeMap<String, u64>>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let Some(p) = p else { return s.serialize_none() };
+    let mut keyed: Vec<(f64, &String, &u64)> = p.iter().map(|(k, v)| (k.parse().unwrap_or(0.0), k, v)).collect();
+    keyed.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut m = s.serialize_map(Some(keyed.len()))?;
+    for (_, k, v) in keyed {
+        m.serialize_entry(k, v)?;
+    }
+    m.end()
 }
 
 impl From<QueueSummary> for FioLatency {
