@@ -287,7 +287,7 @@ fn samples_depths_and_latency_ranges_follow_the_job() {
 /// command and byte counts, depth settings; not times or rates.
 fn text_shape(text: &str) -> Vec<String> {
     let after = |line: &str, key: &str| line.split_once(key).map(|(_, rest)| rest.to_string());
-    let mut shape = Vec::new();
+    let mut shape: Vec<String> = Vec::new();
     for line in text.lines() {
         let t = line.trim_start();
         let kind = if line.contains(": (groupid=") {
@@ -300,7 +300,14 @@ fn text_shape(text: &str) -> Vec<String> {
         } else if t.starts_with("clat percentiles") {
             Some("percentiles".into())
         } else if t.starts_with('|') {
-            Some(format!("{} percentiles", t.matches("th=[").count()))
+            // Rows hold as many as the widest value leaves room for: count
+            // the block's entries, not its rows.
+            let entries = t.matches("th=[").count();
+            if let Some(last) = shape.last_mut().filter(|l| l.starts_with("percentiles")) {
+                let sum = last.trim_start_matches("percentiles").trim().parse::<usize>().unwrap_or(0) + entries;
+                *last = format!("percentiles {sum}");
+            }
+            None
         } else if ["cpu ", "IO depths", "submit ", "complete "].iter().any(|k| t.starts_with(k)) {
             Some(t.split(':').next().unwrap().trim().to_string())
         } else if t.starts_with("issued rwts:") || t.starts_with("Run status group") {
