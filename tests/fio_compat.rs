@@ -188,14 +188,14 @@ fn ignored_options_warn_once_and_the_command_line_beats_the_drive_section() {
     let job = temp("ignored.fio");
     std::fs::write(
         &job,
-        "[drive]\ncapacity=64MiB\n[global]\nnorandommap\nrandrepeat=0\nramp_time=5\n\
+        "[drive]\ncapacity=64MiB\n[global]\nnorandommap\nrandrepeat=0\nthread=1\n\
          [a]\nrw=randwrite\nsize=1m\nnorandommap\n[b]\nrw=randwrite\nsize=1m\n",
     )
     .unwrap();
     let out = duraflash(&["run", job.to_str().unwrap(), "--capacity", "128MiB", "--quiet", "--json", "-"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
-    for key in ["norandommap", "randrepeat=0", "ramp_time=5"] {
+    for key in ["norandommap", "randrepeat=0", "thread=1"] {
         assert_eq!(err.matches(key).count(), 1, "one warning for {key}: {err}");
     }
     assert!(err.contains("line 2: [drive] capacity=64MiB is overridden by --capacity"), "{err}");
@@ -417,4 +417,43 @@ fn several_job_files_run_in_turn_as_fio_runs_them() {
     for f in [a, b, ours] {
         let _ = std::fs::remove_file(f);
     }
+}
+
+/// `ramp_time` is a warm-up, as in fio: the job runs that long before
+/// anything is counted, and its `runtime` starts after it. On a fresh
+/// X25-M model the first seconds of random writes find erased blocks; after
+/// a warm-up that fills the drive, GC sets the rate.
+#[test]
+fn ramp_time_runs_a_warm_up_that_counts_in_no_figure() {
+    let run = |ramp: &str| {
+        let out = duraflash(&[
+            "run",
+            "--preset",
+            "intel-x25m-g2-160g",
+            "--capacity",
+            "256MiB",
+            "--quiet",
+            "--name=w",
+            "--rw=randwrite",
+            "--bs=4k",
+            "--size=256m",
+            "--iodepth=32",
+            "--runtime=2s",
+            "--time_based",
+            "--output-format=json",
+            &format!("--ramp_time={ramp}"),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let (fresh, warm) = (run("0"), run("20s"));
+    for v in [&fresh, &warm] {
+        let ns = v["jobs"][0]["elapsed_ns"].as_f64().unwrap();
+        assert!((2e9..2.2e9).contains(&ns), "the runtime after the warm-up, not with it: {ns} ns");
+        assert_eq!(v["jobs"][0]["write"]["iops_samples"], 4, "samples from the end of the warm-up");
+    }
+    let iops = |v: &serde_json::Value| v["jobs"][0]["write"]["iops"].as_f64().unwrap();
+    assert!(iops(&warm) < 0.5 * iops(&fresh), "warmed up {} against fresh {} IOPS", iops(&warm), iops(&fresh));
+    let ios = |v: &serde_json::Value| v["jobs"][0]["write"]["total_ios"].as_f64().unwrap();
+    assert!((ios(&warm) / iops(&warm) - 2.0).abs() < 0.2, "only the measured commands are counted");
 }

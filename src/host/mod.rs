@@ -109,6 +109,9 @@ pub struct HostQueue {
     kind: usize,
     /// What fio reports beside latencies, for a queue that counts it.
     fio: Option<Box<FioStats>>,
+    /// Commands done before this are a warm-up, not counted (fio's
+    /// `ramp_time`); `start` unless set.
+    measured: SimTime,
 }
 
 /// Kinds of command a queue tells apart in its latencies.
@@ -137,13 +140,21 @@ impl HostQueue {
             latencies: Default::default(),
             kind: CommandKind::Write as usize,
             fio: None,
+            measured: start,
         }
+    }
+
+    /// Commands done before `at` are a warm-up: no latency or fio figure
+    /// counts them, and the queue's measured time starts there
+    /// ([`HostQueue::started_at`]).
+    pub fn measure_from(&mut self, at: SimTime) {
+        self.measured = at.max(self.start);
     }
 
     /// From now on the queue also counts what fio reports beside
     /// latencies, for commands of `bytes` each (see [`FioCounts`]).
     pub fn count_for_fio(&mut self, iops_window_ms: u32, bw_window_ms: u32, bytes: u64) {
-        self.fio = Some(Box::new(FioStats::new(iops_window_ms, bw_window_ms, bytes, self.start)));
+        self.fio = Some(Box::new(FioStats::new(iops_window_ms, bw_window_ms, bytes, self.measured)));
     }
 
     /// What the queue counted for fio, its last unfilled window left out.
@@ -192,7 +203,8 @@ impl HostQueue {
 
     /// Records that a command issued at `submitted` completed at `done`.
     pub fn complete(&mut self, submitted: SimTime, done: SimTime) {
-        if let Some(fio) = &mut self.fio {
+        let counted = done >= self.measured;
+        if let Some(fio) = self.fio.as_mut().filter(|_| counted) {
             // In flight when it was issued: those done later, and itself.
             let depth = self.in_flight.len() - self.in_flight.partition_point(|&t| t <= submitted) + 1;
             fio.record(self.kind, submitted, done, depth);
@@ -204,7 +216,9 @@ impl HostQueue {
             self.in_flight.insert(at, done);
         }
         self.last_done = self.last_done.max(done);
-        self.latencies[self.kind].record(done.0.saturating_sub(submitted.0));
+        if counted {
+            self.latencies[self.kind].record(done.0.saturating_sub(submitted.0));
+        }
     }
 
     /// The time all commands issued so far have completed.
@@ -212,9 +226,10 @@ impl HostQueue {
         self.last_done.max(self.clock)
     }
 
-    /// When the queue started.
+    /// When the queue's measured time started: its start, or the end of
+    /// its warm-up ([`HostQueue::measure_from`]).
     pub fn started_at(&self) -> SimTime {
-        self.start
+        self.measured
     }
 
     /// The latencies of `kind` recorded so far.
@@ -228,7 +243,7 @@ impl HostQueue {
     }
 
     fn elapsed(&self) -> u64 {
-        self.finished_at().0.saturating_sub(self.start.0)
+        self.finished_at().0.saturating_sub(self.measured.0)
     }
 
     /// What the queue saw of every command kind together.
@@ -491,6 +506,22 @@ impl QueueSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_warm_up_counts_in_no_figure() {
+        let mut q = HostQueue::new(1, SimTime::ZERO);
+        q.measure_from(SimTime(100));
+        q.count_for_fio(500, 500, 4096);
+        for (at, done) in [(0, 60), (60, 120), (120, 180)] {
+            let s = q.submit_time();
+            assert_eq!(s, SimTime(at));
+            q.complete(s, SimTime(done));
+        }
+        let s = q.summary();
+        assert_eq!((s.commands, s.elapsed_ns), (2, 80), "done at 120 and 180, measured from 100");
+        assert_eq!(q.started_at(), SimTime(100));
+        assert_eq!(q.fio_counts().map(|c| c.depth.iter().sum::<u64>()), Some(2));
+    }
 
     #[test]
     fn depth_limits_commands_in_flight() {

@@ -100,19 +100,24 @@ pub struct JobResult {
     pub fio: Option<FioCounts>,
 }
 
-/// fio's sampling windows of one job (`iopsavgtime`, `bwavgtime`), ms.
+/// How fio measures one job: its sampling windows (`iopsavgtime`,
+/// `bwavgtime`) and its warm-up (`ramp_time`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FioWindows {
+pub struct FioMeasure {
     /// IOPS samples, ms.
     pub iops_ms: u32,
     /// Bandwidth samples, ms.
     pub bw_ms: u32,
+    /// Simulated ns the job runs before anything is counted: its commands
+    /// done by then count in no figure and toward no limit, and its
+    /// `runtime` starts after it, as fio's `ramp_time` does.
+    pub ramp_ns: u64,
 }
 
-impl Default for FioWindows {
-    /// fio's default of 500 ms each.
+impl Default for FioMeasure {
+    /// fio's defaults: windows of 500 ms, no warm-up.
     fn default() -> Self {
-        FioWindows { iops_ms: 500, bw_ms: 500 }
+        FioMeasure { iops_ms: 500, bw_ms: 500, ramp_ns: 0 }
     }
 }
 
@@ -228,28 +233,32 @@ where
     run_counted(drive, specs, None, progress)
 }
 
-/// [`run_group`], each job also counting what fio reports beside its
-/// latencies over its `windows` ([`JobResult::fio`]; `windows` has one
-/// entry per spec).
+/// [`run_group`], each job measured as fio measures it (`measures` has one
+/// entry per spec): after its warm-up, and counting what fio reports
+/// beside its latencies ([`JobResult::fio`]).
 pub fn run_fio_group<D: BlockDevice>(
     drive: &mut D,
     specs: &[JobSpec],
-    windows: &[FioWindows],
+    measures: &[FioMeasure],
     progress: &mut dyn FnMut(f64),
 ) -> Result<GroupResult, WorkloadError>
 where
     WorkloadError: From<D::Error>,
 {
-    if windows.len() != specs.len() {
-        return Err(WorkloadError::BadSpec(format!("{} jobs but {} sampling windows", specs.len(), windows.len())));
+    if measures.len() != specs.len() {
+        return Err(WorkloadError::BadSpec(format!(
+            "{} jobs but {} ways to measure them",
+            specs.len(),
+            measures.len()
+        )));
     }
-    run_counted(drive, specs, Some(windows), progress)
+    run_counted(drive, specs, Some(measures), progress)
 }
 
 fn run_counted<D: BlockDevice>(
     drive: &mut D,
     specs: &[JobSpec],
-    windows: Option<&[FioWindows]>,
+    measures: Option<&[FioMeasure]>,
     progress: &mut dyn FnMut(f64),
 ) -> Result<GroupResult, WorkloadError>
 where
@@ -262,8 +271,9 @@ where
         specs.iter().map(|s| PatternGen::new(s.data, unit_seed(s.seed, 1))).collect::<Result<Vec<_>, _>>()?;
     let batch = |s: &JobSpec| group_batch(s, specs.len());
     let mut jobs = specs.iter().map(|s| Running::new(drive, s, batch(s))).collect::<Result<Vec<_>, _>>()?;
-    for (job, w) in jobs.iter_mut().zip(windows.unwrap_or_default()) {
-        job.queue.count_for_fio(w.iops_ms, w.bw_ms, job.spec.bs);
+    for (job, m) in jobs.iter_mut().zip(measures.unwrap_or_default()) {
+        job.queue.measure_from(job.queue.started_at() + m.ramp_ns);
+        job.queue.count_for_fio(m.iops_ms, m.bw_ms, job.spec.bs);
     }
     let mut steps = 0u64;
     loop {
@@ -365,7 +375,9 @@ impl<'a> Running<'a> {
         match self.spec.limit {
             Limit::Ops(n) => self.ops as f64 / n.max(1) as f64,
             Limit::Bytes(n) => self.bytes as f64 / n.max(1) as f64,
-            Limit::Time(t) => (self.queue.finished_at().0 - self.queue.started_at().0) as f64 / t.max(1) as f64,
+            Limit::Time(t) => {
+                self.queue.finished_at().0.saturating_sub(self.queue.started_at().0) as f64 / t.max(1) as f64
+            }
         }
     }
 
@@ -387,6 +399,8 @@ impl<'a> Running<'a> {
         let spec = self.spec;
         let fail = |e: D::Error| WorkloadError::from(e).in_job(&spec.name);
         let sectors = spec.bs / SECTOR_BYTES;
+        // A warm-up command counts toward no limit.
+        let counts = u64::from(self.ready_at() >= self.queue.started_at());
         let slot = if spec.rw.is_random() { self.random.next_slot() } else { self.next_seq };
         self.next_seq = (self.next_seq + 1) % self.slots;
         let lba = Lba((spec.offset + slot * spec.bs) / SECTOR_BYTES);
@@ -405,7 +419,7 @@ impl<'a> Running<'a> {
                 self.batch.flush(drive, &mut self.queue, content).map_err(fail)?;
                 self.queue.set_kind(CommandKind::Trim);
                 drive.trim_on(&[(lba, sectors)], &mut self.queue).map_err(fail)?;
-                self.ops += 1;
+                self.ops += counts;
                 CommandKind::Write
             }
         };
@@ -427,8 +441,8 @@ impl<'a> Running<'a> {
                 drive.trim_on(&[(lba, sectors)], &mut self.queue).map_err(fail)?;
             }
         }
-        self.ops += 1;
-        self.bytes += spec.bs;
+        self.ops += counts;
+        self.bytes += counts * spec.bs;
         Ok(())
     }
 

@@ -84,9 +84,10 @@
 //! | `name` | [`Job::name`] | section name | Job description |
 //! | `numjobs` | [`Job::numjobs`] | 1 | Job description |
 //! | `group_reporting` | [`Job::group_reporting`] | false | Measurements and reporting |
-//! | `bwavgtime`, `iopsavgtime` | [`Job::windows`] (ms, at least 1) | 500 | Measurements and reporting |
+//! | `bwavgtime`, `iopsavgtime` | [`Job::measure`] (ms, at least 1) | 500 | Measurements and reporting |
+//! | `ramp_time` | [`Job::measure`] (a time, as `runtime`) | none | Time related parameters |
 //! | `ioengine`, `filename`, `direct` | recorded, no effect on the model | | |
-//! | [`IGNORED_KEYS`] (`norandommap`, `randrepeat`, `ramp_time`, ...) | accepted with one [`FioWarning`] each | | |
+//! | [`IGNORED_KEYS`] (`norandommap`, `randrepeat`, `thread`, ...) | accepted with one [`FioWarning`] each | | |
 //!
 //! fio behaviour kept from init.c `fixup_options` and the option callbacks:
 //! `rwmixread` and `rwmixwrite` set each other (100 - x), so the later line
@@ -129,7 +130,7 @@ use thiserror::Error;
 
 use crate::input::Shown;
 pub use crate::workload::access::{Distribution, Rw};
-use crate::workload::job::FioWindows;
+use crate::workload::job::FioMeasure;
 pub use cmdline::{is_option, takes_value, CommandLineJobs};
 pub use convert::{memory_beside, Group, Member, DRIVE_KEYS};
 pub use parse::{parse, parse_files};
@@ -200,6 +201,7 @@ pub const SUPPORTED_KEYS: &[&str] = &[
     "numjobs",
     "bwavgtime",
     "iopsavgtime",
+    "ramp_time",
 ];
 
 /// fio options that mean nothing for a simulated drive, each with why:
@@ -222,7 +224,6 @@ pub const IGNORED_KEYS: &[(&str, &str)] = &[
     ("fsync_on_close", "the drive has no volatile write cache"),
     ("norandommap", "random offsets are always drawn without a map"),
     ("randrepeat", "every run is repeatable: offsets and data come from the seed"),
-    ("ramp_time", "statistics cover the whole job, warm-up included"),
     ("thread", "every job is simulated in one process"),
     ("lockmem", "buffers are not host memory"),
     ("mem", "buffers are not host memory"),
@@ -465,9 +466,11 @@ pub struct Job {
     pub group_reporting: bool,
     /// `numjobs`: clones of the job that run together (1 to [`MAX_NUMJOBS`]).
     pub numjobs: u32,
-    /// `iopsavgtime` and `bwavgtime`: the windows of the IOPS and bandwidth
-    /// samples in fio's JSON (`iops_min` ... `bw_samples`), 500 ms each.
-    pub windows: FioWindows,
+    /// How fio measures the job: `iopsavgtime` and `bwavgtime`, the windows
+    /// of the IOPS and bandwidth samples in fio's JSON (`iops_min` ...
+    /// `bw_samples`, 500 ms each), and `ramp_time`, the warm-up run before
+    /// anything is counted.
+    pub measure: FioMeasure,
     /// The job section's own options as written, in order (fio's `job options`).
     pub options: Vec<(String, String)>,
     /// Where each option the file gave the job (its own or `[global]`'s)

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::input::Shown;
 use crate::workload::access::{Distribution, Rw};
-use crate::workload::job::FioWindows;
+use crate::workload::job::FioMeasure;
 
 /// `bwavgtime` or `iopsavgtime`: a window of 1 ms or more (fio takes 0 too,
 /// and then samples on every tick of its helper thread).
@@ -213,6 +213,7 @@ pub(super) enum Key {
     Numjobs,
     BwAvgTime,
     IopsAvgTime,
+    RampTime,
     /// One of [`IGNORED_KEYS`] without a field.
     Ignored,
 }
@@ -248,6 +249,7 @@ impl Key {
             "numjobs" => Key::Numjobs,
             "bwavgtime" => Key::BwAvgTime,
             "iopsavgtime" => Key::IopsAvgTime,
+            "ramp_time" => Key::RampTime,
             k if IGNORED_KEYS.iter().any(|(i, _)| *i == k) => Key::Ignored,
             _ => return None,
         })
@@ -293,7 +295,7 @@ impl Default for Builder {
                 direct: false,
                 group_reporting: false,
                 numjobs: 1,
-                windows: FioWindows::default(),
+                measure: FioMeasure::default(),
                 options: Vec::new(),
                 set_at: Vec::new(),
                 line: 0,
@@ -358,8 +360,9 @@ impl Builder {
             Key::Distribution => job.distribution = parse_distribution(required()?).map_err(bad)?,
             Key::WriteHint => job.write_hint = parse_write_hint(required()?).map_err(bad)?,
             Key::Ignored => {}
-            Key::BwAvgTime => job.windows.bw_ms = parse_avg_time(required()?).map_err(bad)?,
-            Key::IopsAvgTime => job.windows.iops_ms = parse_avg_time(required()?).map_err(bad)?,
+            Key::BwAvgTime => job.measure.bw_ms = parse_avg_time(required()?).map_err(bad)?,
+            Key::IopsAvgTime => job.measure.iops_ms = parse_avg_time(required()?).map_err(bad)?,
+            Key::RampTime => job.measure.ramp_ns = parse_time_ns(required()?).map_err(bad)?,
             Key::Numjobs => {
                 job.numjobs = match parse_int(required()?).map_err(bad)? {
                     n @ 1..=MAX_NUMJOBS => n as u32,

@@ -3,7 +3,7 @@
 use super::parse::Key;
 use super::values::RW_VALUES;
 use super::*;
-use crate::workload::job::{FioWindows, Limit};
+use crate::workload::job::{FioMeasure, Limit};
 
 const GIB: u64 = 1 << 30;
 
@@ -134,7 +134,7 @@ fn defaults_match_fio() {
         direct: false,
         group_reporting: false,
         numjobs: 1,
-        windows: Default::default(),
+        measure: Default::default(),
         options: Vec::new(),
         set_at: Vec::new(),
         line: 1,
@@ -277,9 +277,9 @@ fn unsupported_key_names_key_and_line_and_lists_supported() {
     assert_eq!(e, FioError::UnsupportedKey { key: "verify_async".to_string(), line: 7 });
     let msg = e.to_string();
     assert!(msg.starts_with("line 7: unsupported fio option 'verify_async' (implemented: name, rw, readwrite, bs,"));
-    assert!(msg.contains("group_reporting, numjobs, bwavgtime, iopsavgtime; accepted with a warning"), "{msg}");
+    assert!(msg.contains("numjobs, bwavgtime, iopsavgtime, ramp_time; accepted with a warning"), "{msg}");
     // The ignored options are listed too, so a user sees every spelling that works.
-    assert!(msg.contains("norandommap") && msg.contains("ramp_time") && msg.ends_with(')'), "{msg}");
+    assert!(msg.contains("norandommap") && msg.contains("thread") && msg.ends_with(')'), "{msg}");
     assert!(!msg.contains("did you mean"), "{msg}");
     // A typo gets the option it most likely meant.
     let typo = err("[job]\niodepht=4\n").to_string();
@@ -480,11 +480,11 @@ fn zoned_distribution_is_the_two_zone_hot_cold_workload() {
 
 #[test]
 fn ignored_options_parse_with_one_warning_each_and_record_what_was_written() {
-    let file = parse("[global]\nnorandommap\nramp_time=5\n[a]\nnorandommap\nrw=write\n[b]\n").unwrap();
+    let file = parse("[global]\nnorandommap\nthread=1\n[a]\nnorandommap\nrw=write\n[b]\n").unwrap();
     let keys: Vec<(&str, usize)> = file.warnings.iter().map(|w| (w.key.as_str(), w.line)).collect();
-    assert_eq!(keys, [("norandommap", 2), ("ramp_time", 3)]);
+    assert_eq!(keys, [("norandommap", 2), ("thread", 3)]);
     assert_eq!(file.warnings[1].to_string().split(':').next(), Some("line 3"));
-    assert_eq!(file.global_options, [("norandommap".to_string(), String::new()), ("ramp_time".into(), "5".into())]);
+    assert_eq!(file.global_options, [("norandommap".to_string(), String::new()), ("thread".into(), "1".into())]);
     assert_eq!(file.jobs[0].options, [("norandommap".to_string(), String::new()), ("rw".into(), "write".into())]);
     assert!(file.jobs[1].options.is_empty(), "a job's options are its own lines, as fio's 'job options'");
 }
@@ -595,9 +595,9 @@ fn implemented_options_do_not_warn() {
 
 #[test]
 fn sampling_windows_default_to_fios_500_ms_and_refuse_zero() {
-    assert_eq!(job("[j]\n").windows, FioWindows { iops_ms: 500, bw_ms: 500 });
-    let j = job("[global]\nbwavgtime=1000\n[j]\niopsavgtime=250\n");
-    assert_eq!(j.windows, FioWindows { iops_ms: 250, bw_ms: 1000 });
+    assert_eq!(job("[j]\n").measure, FioMeasure { iops_ms: 500, bw_ms: 500, ramp_ns: 0 });
+    let j = job("[global]\nbwavgtime=1000\n[j]\niopsavgtime=250\nramp_time=2s\n");
+    assert_eq!(j.measure, FioMeasure { iops_ms: 250, bw_ms: 1000, ramp_ns: 2_000_000_000 });
     assert!(bad_value_line("[j]\nbwavgtime=0\n").2.contains("1 ms or more"));
     assert!(bad_value_line("[j]\niopsavgtime=5000000000\n").2.contains("1 ms or more"));
 }
