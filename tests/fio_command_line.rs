@@ -158,7 +158,7 @@ fn output_formats_and_files_go_where_fio_sends_them() {
         (&["--output-format=json", "--output=a.json", "--json", "b.json"], "--output and --json both"),
         (&["--bs=4q"], "command line: --bs=4q: bad value '4q' for 'bs'"),
         (&["--numjobs=100"], "command line: --numjobs=100: bad value"),
-        (&["--rate_iops", "100"], "command line: --rate_iops=100: unsupported fio option 'rate_iops'"),
+        (&["--thinktime", "100"], "command line: --thinktime=100: unsupported fio option 'thinktime'"),
         (&["--output-format=json", "--output=/nonexistent/r.json"], "--output /nonexistent/r.json: "),
         (&[data("fio-compat.fio").as_str()], "not both"),
     ] {

@@ -457,3 +457,42 @@ fn ramp_time_runs_a_warm_up_that_counts_in_no_figure() {
     let ios = |v: &serde_json::Value| v["jobs"][0]["write"]["total_ios"].as_f64().unwrap();
     assert!((ios(&warm) / iops(&warm) - 2.0).abs() < 0.2, "only the measured commands are counted");
 }
+
+/// `rate_iops` runs a job open loop, as fio's linear rate process does:
+/// its commands wait for their time, so they meet an idle queue, and the
+/// drive idles (idle GC) in the gaps; `startdelay` holds a job back, the
+/// drive idle meanwhile, which on a full X25-M model frees blocks for it.
+#[test]
+fn rate_iops_runs_open_loop_and_startdelay_leaves_the_drive_idle() {
+    let run = |file: &str| {
+        let job = temp(&format!("pace-{}.fio", file.len()));
+        std::fs::write(&job, file).unwrap();
+        let out = duraflash(&[
+            "run",
+            job.to_str().unwrap(),
+            "--preset",
+            "intel-x25m-g2-160g",
+            "--capacity",
+            "256MiB",
+            "--quiet",
+            "--output-format=json",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let _ = std::fs::remove_file(job);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let w = &v["jobs"].as_array().unwrap().last().unwrap()["write"];
+        (w["iops"].as_f64().unwrap(), w["clat_ns"]["mean"].as_f64().unwrap())
+    };
+    let job = "[global]\nbs=4k\nsize=256m\niodepth=32\nrw=randwrite\nruntime=2s\ntime_based\n[w]\n";
+    let (closed, closed_lat) = run(job);
+    let (paced, paced_lat) = run(&format!("{job}rate_iops=5000\n"));
+    assert!((paced / 5000.0 - 1.0).abs() < 0.01, "{paced} IOPS at rate_iops=5000");
+    assert!(
+        paced_lat < 0.2 * closed_lat,
+        "{paced_lat} ns paced against {closed_lat} ns with 32 queued ({closed} IOPS)"
+    );
+    let fill = "[global]\nbs=4k\nsize=256m\niodepth=32\nrw=randwrite\ntime_based\n[fill]\nruntime=20s\n[after]\nstonewall\nruntime=1s\n";
+    let (at_once, _) = run(fill);
+    let (delayed, _) = run(&format!("{fill}startdelay=10\n"));
+    assert!(delayed > 1.1 * at_once, "after 10 s idle {delayed} IOPS, at once {at_once}");
+}

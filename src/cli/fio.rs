@@ -431,8 +431,8 @@ pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
         // The jobs of a group run together on the one drive; groups run in turn.
         let specs: Vec<JobSpec> = group.members.iter().map(|m| m.spec.clone()).collect();
         let phase = if specs.len() == 1 { specs[0].name.clone() } else { format!("group {}", group.id) };
-        let measures: Vec<_> = group.members.iter().map(|m| file.jobs[m.job].measure).collect();
-        let r = with_progress(&args.out, &phase, |p| run_fio_group(&mut drive, &specs, &measures, p))
+        let timings: Vec<_> = group.members.iter().map(|m| file.jobs[m.job].timing).collect();
+        let r = with_progress(&args.out, &phase, |p| run_fio_group(&mut drive, &specs, &timings, p))
             .map_err(Failure::run)?;
         if group.reporting {
             results.push((group.id, group.members[0].job, group.members.len(), r.total));

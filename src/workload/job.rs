@@ -10,6 +10,8 @@ use crate::host::{BlockDevice, CommandKind, FioBins, FioCounts, HostQueue, Laten
 use crate::units::{Lba, SimTime, SECTOR_BYTES};
 use crate::workload::access::{Access, Distribution, Rw, SlotStream};
 use crate::workload::batch::WriteBatch;
+pub use crate::workload::pace::FioTiming;
+use crate::workload::pace::Pace;
 use crate::workload::WorkloadError;
 
 /// Writes gathered into one pipeline batch at most (timing stays per
@@ -100,27 +102,6 @@ pub struct JobResult {
     pub fio: Option<FioCounts>,
 }
 
-/// How fio measures one job: its sampling windows (`iopsavgtime`,
-/// `bwavgtime`) and its warm-up (`ramp_time`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FioMeasure {
-    /// IOPS samples, ms.
-    pub iops_ms: u32,
-    /// Bandwidth samples, ms.
-    pub bw_ms: u32,
-    /// Simulated ns the job runs before anything is counted: its commands
-    /// done by then count in no figure and toward no limit, and its
-    /// `runtime` starts after it, as fio's `ramp_time` does.
-    pub ramp_ns: u64,
-}
-
-impl Default for FioMeasure {
-    /// fio's defaults: windows of 500 ms, no warm-up.
-    fn default() -> Self {
-        FioMeasure { iops_ms: 500, bw_ms: 500, ramp_ns: 0 }
-    }
-}
-
 impl JobResult {
     /// Decimal megabytes per second of reads and writes together.
     pub fn mbps(&self) -> f64 {
@@ -192,7 +173,7 @@ pub fn run_job_with<D: BlockDevice>(
 where
     WorkloadError: From<D::Error>,
 {
-    let mut job = Running::new(drive, spec, WRITE_BATCH)?;
+    let mut job = Running::new(drive, spec, WRITE_BATCH, 0)?;
     while !job.done() {
         if job.ops.is_multiple_of(4096) {
             progress(job.fraction());
@@ -233,32 +214,30 @@ where
     run_counted(drive, specs, None, progress)
 }
 
-/// [`run_group`], each job measured as fio measures it (`measures` has one
-/// entry per spec): after its warm-up, and counting what fio reports
-/// beside its latencies ([`JobResult::fio`]).
+/// [`run_group`], each job timed as fio times it (`timings` has one entry
+/// per spec): from its start delay, at most at its rates, measured after
+/// its warm-up, and counting what fio reports beside its latencies
+/// ([`JobResult::fio`]). The drive idles (idle GC) while no job has a
+/// command to issue.
 pub fn run_fio_group<D: BlockDevice>(
     drive: &mut D,
     specs: &[JobSpec],
-    measures: &[FioMeasure],
+    timings: &[FioTiming],
     progress: &mut dyn FnMut(f64),
 ) -> Result<GroupResult, WorkloadError>
 where
     WorkloadError: From<D::Error>,
 {
-    if measures.len() != specs.len() {
-        return Err(WorkloadError::BadSpec(format!(
-            "{} jobs but {} ways to measure them",
-            specs.len(),
-            measures.len()
-        )));
+    if timings.len() != specs.len() {
+        return Err(WorkloadError::BadSpec(format!("{} jobs but {} timings", specs.len(), timings.len())));
     }
-    run_counted(drive, specs, Some(measures), progress)
+    run_counted(drive, specs, Some(timings), progress)
 }
 
 fn run_counted<D: BlockDevice>(
     drive: &mut D,
     specs: &[JobSpec],
-    measures: Option<&[FioMeasure]>,
+    timings: Option<&[FioTiming]>,
     progress: &mut dyn FnMut(f64),
 ) -> Result<GroupResult, WorkloadError>
 where
@@ -269,16 +248,32 @@ where
     }
     let mut gens =
         specs.iter().map(|s| PatternGen::new(s.data, unit_seed(s.seed, 1))).collect::<Result<Vec<_>, _>>()?;
-    let batch = |s: &JobSpec| group_batch(s, specs.len());
-    let mut jobs = specs.iter().map(|s| Running::new(drive, s, batch(s))).collect::<Result<Vec<_>, _>>()?;
-    for (job, m) in jobs.iter_mut().zip(measures.unwrap_or_default()) {
-        job.queue.measure_from(job.queue.started_at() + m.ramp_ns);
-        job.queue.count_for_fio(m.iops_ms, m.bw_ms, job.spec.bs);
+    let default = FioTiming::default();
+    let timing = |i: usize| timings.and_then(|t| t.get(i)).unwrap_or(&default);
+    let mut jobs = Vec::with_capacity(specs.len());
+    for (i, s) in specs.iter().enumerate() {
+        // A paced job's writes go one at a time, each at its own issue time.
+        let batch = if timing(i).limits_rate() { 1 } else { group_batch(s, specs.len()) };
+        let mut job = Running::new(drive, s, batch, timing(i).start_delay_ns)?;
+        if timings.is_some() {
+            let t = timing(i);
+            let start = job.queue.started_at();
+            job.queue.measure_from(start + t.ramp_ns);
+            job.queue.count_for_fio(t.iops_ms, t.bw_ms, s.bs);
+            job.pace = t.limits_rate().then(|| Pace::new(t, s.bs, start));
+        }
+        jobs.push(job);
     }
     let mut steps = 0u64;
     loop {
         let due = jobs.iter().enumerate().filter(|(_, j)| !j.done()).min_by_key(|&(i, j)| (j.ready_at(), i));
         let Some((i, _)) = due else { break };
+        // Every command booked so far is done by the drive's present time:
+        // until the next issue, the drive is idle.
+        let at = jobs[i].ready_at();
+        if timings.is_some() && at > drive.now() {
+            drive.idle(drive.now(), at)?;
+        }
         jobs[i].step(drive, &mut gens[i])?;
         if jobs[i].done() {
             jobs[i].flush(drive, &mut gens[i])?;
@@ -349,12 +344,17 @@ struct Running<'a> {
     next_seq: u64,
     ops: u64,
     bytes: u64,
+    /// The kind of the next command, drawn ahead so its rate limit can
+    /// order the jobs.
+    next_kind: CommandKind,
+    /// The job's rate limits, if any.
+    pace: Option<Pace>,
 }
 
 impl<'a> Running<'a> {
-    /// `spec` about to start at the drive's present time, its writes
-    /// gathered `batch` at a time.
-    fn new<D: BlockDevice>(drive: &D, spec: &'a JobSpec, batch: usize) -> Result<Self, WorkloadError> {
+    /// `spec` about to start `delay` ns after the drive's present time,
+    /// its writes gathered `batch` at a time.
+    fn new<D: BlockDevice>(drive: &D, spec: &'a JobSpec, batch: usize, delay: u64) -> Result<Self, WorkloadError> {
         spec.validate(drive.capacity_bytes())?;
         let slots = spec.length / spec.bs;
         Ok(Running {
@@ -362,12 +362,37 @@ impl<'a> Running<'a> {
             slots,
             random: SlotStream::new(Access::from(spec.distribution), slots, unit_seed(spec.seed, 2))?,
             mix: SlotStream::new(Access::Uniform, 1, unit_seed(spec.seed, 3))?,
-            queue: HostQueue::new(spec.iodepth, drive.now()),
+            queue: HostQueue::new(spec.iodepth, drive.now() + delay),
             batch: WriteBatch::new(drive.needs_content(), spec.bs, batch),
             next_seq: 0,
             ops: 0,
             bytes: 0,
-        })
+            next_kind: CommandKind::Write,
+            pace: None,
+        }
+        .drawn())
+    }
+
+    /// `self` with its next command's kind drawn.
+    fn drawn(mut self) -> Self {
+        self.next_kind = self.draw_kind();
+        self
+    }
+
+    /// The kind of the next command: the pattern's, or for a mix a draw.
+    fn draw_kind(&mut self) -> CommandKind {
+        match self.spec.rw {
+            Rw::Read | Rw::RandRead => CommandKind::Read,
+            Rw::Write | Rw::RandWrite | Rw::TrimWrite => CommandKind::Write,
+            Rw::Trim | Rw::RandTrim => CommandKind::Trim,
+            Rw::RandRw | Rw::SeqRw => {
+                if self.mix.chance(self.spec.rwmixread) {
+                    CommandKind::Read
+                } else {
+                    CommandKind::Write
+                }
+            }
+        }
     }
 
     /// How far the job has come toward its limit (1 or more: done).
@@ -385,9 +410,11 @@ impl<'a> Running<'a> {
         self.fraction() >= 1.0
     }
 
-    /// When the job's next command can be issued.
+    /// When the job's next command can be issued: a slot in its queue, and
+    /// its rate's time for the next command's kind.
     fn ready_at(&self) -> SimTime {
-        self.queue.next_submit_time()
+        let slot = self.queue.next_submit_time();
+        self.pace.as_ref().map_or(slot, |p| slot.max(p.gate(self.next_kind as usize)))
     }
 
     /// Issues the job's next command; a write waits in the batch until the
@@ -401,28 +428,20 @@ impl<'a> Running<'a> {
         let sectors = spec.bs / SECTOR_BYTES;
         // A warm-up command counts toward no limit.
         let counts = u64::from(self.ready_at() >= self.queue.started_at());
+        if self.pace.is_some() {
+            // Open loop: the command waits for its rate's time.
+            self.queue.advance_to(self.ready_at());
+        }
         let slot = if spec.rw.is_random() { self.random.next_slot() } else { self.next_seq };
         self.next_seq = (self.next_seq + 1) % self.slots;
         let lba = Lba((spec.offset + slot * spec.bs) / SECTOR_BYTES);
-        let kind = match spec.rw {
-            Rw::Read | Rw::RandRead => CommandKind::Read,
-            Rw::Write | Rw::RandWrite => CommandKind::Write,
-            Rw::Trim | Rw::RandTrim => CommandKind::Trim,
-            Rw::RandRw | Rw::SeqRw => {
-                if self.mix.chance(spec.rwmixread) {
-                    CommandKind::Read
-                } else {
-                    CommandKind::Write
-                }
-            }
-            Rw::TrimWrite => {
-                self.batch.flush(drive, &mut self.queue, content).map_err(fail)?;
-                self.queue.set_kind(CommandKind::Trim);
-                drive.trim_on(&[(lba, sectors)], &mut self.queue).map_err(fail)?;
-                self.ops += counts;
-                CommandKind::Write
-            }
-        };
+        let kind = self.next_kind;
+        if spec.rw == Rw::TrimWrite {
+            self.batch.flush(drive, &mut self.queue, content).map_err(fail)?;
+            self.queue.set_kind(CommandKind::Trim);
+            drive.trim_on(&[(lba, sectors)], &mut self.queue).map_err(fail)?;
+            self.ops += counts;
+        }
         match kind {
             CommandKind::Write => {
                 self.batch.add(lba);
@@ -443,6 +462,10 @@ impl<'a> Running<'a> {
         }
         self.ops += counts;
         self.bytes += counts * spec.bs;
+        if let Some(p) = &mut self.pace {
+            p.issued(kind as usize);
+        }
+        self.next_kind = self.draw_kind();
         Ok(())
     }
 

@@ -14,6 +14,7 @@ pub mod access;
 pub mod batch;
 pub mod fio;
 pub mod job;
+pub mod pace;
 pub mod review;
 
 /// What a workload can fail with: a spec it cannot run (the CLI reports

@@ -84,8 +84,10 @@
 //! | `name` | [`Job::name`] | section name | Job description |
 //! | `numjobs` | [`Job::numjobs`] | 1 | Job description |
 //! | `group_reporting` | [`Job::group_reporting`] | false | Measurements and reporting |
-//! | `bwavgtime`, `iopsavgtime` | [`Job::measure`] (ms, at least 1) | 500 | Measurements and reporting |
-//! | `ramp_time` | [`Job::measure`] (a time, as `runtime`) | none | Time related parameters |
+//! | `bwavgtime`, `iopsavgtime` | [`Job::timing`] (ms, at least 1) | 500 | Measurements and reporting |
+//! | `ramp_time` | [`Job::timing`] (a time, as `runtime`) | none | Time related parameters |
+//! | `startdelay` | [`Job::timing`] (a time; no range) | 0 | Time related parameters |
+//! | `rate_iops`, `rate` | [`Job::timing`] (per direction: `r[,w[,t]]`, as `bs` in fio; bytes/s for `rate`) | no limit | I/O rate |
 //! | `ioengine`, `filename`, `direct` | recorded, no effect on the model | | |
 //! | [`IGNORED_KEYS`] (`norandommap`, `randrepeat`, `thread`, ...) | accepted with one [`FioWarning`] each | | |
 //!
@@ -130,7 +132,7 @@ use thiserror::Error;
 
 use crate::input::Shown;
 pub use crate::workload::access::{Distribution, Rw};
-use crate::workload::job::FioMeasure;
+use crate::workload::job::FioTiming;
 pub use cmdline::{is_option, takes_value, CommandLineJobs};
 pub use convert::{memory_beside, Group, Member, DRIVE_KEYS};
 pub use parse::{parse, parse_files};
@@ -202,6 +204,9 @@ pub const SUPPORTED_KEYS: &[&str] = &[
     "bwavgtime",
     "iopsavgtime",
     "ramp_time",
+    "startdelay",
+    "rate_iops",
+    "rate",
 ];
 
 /// fio options that mean nothing for a simulated drive, each with why:
@@ -466,11 +471,11 @@ pub struct Job {
     pub group_reporting: bool,
     /// `numjobs`: clones of the job that run together (1 to [`MAX_NUMJOBS`]).
     pub numjobs: u32,
-    /// How fio measures the job: `iopsavgtime` and `bwavgtime`, the windows
-    /// of the IOPS and bandwidth samples in fio's JSON (`iops_min` ...
-    /// `bw_samples`, 500 ms each), and `ramp_time`, the warm-up run before
-    /// anything is counted.
-    pub measure: FioMeasure,
+    /// fio's timing of the job: `startdelay`, `rate_iops` and `rate` (the
+    /// job then runs open loop), `ramp_time` (a warm-up before anything is
+    /// counted), and `iopsavgtime` and `bwavgtime` (the windows of the IOPS
+    /// and bandwidth samples in fio's JSON, 500 ms each).
+    pub timing: FioTiming,
     /// The job section's own options as written, in order (fio's `job options`).
     pub options: Vec<(String, String)>,
     /// Where each option the file gave the job (its own or `[global]`'s)

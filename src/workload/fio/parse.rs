@@ -5,15 +5,15 @@
 use std::collections::HashMap;
 
 use super::values::{
-    non_empty, parse_bs, parse_distribution, parse_flag, parse_int, parse_iodepth, parse_offset, parse_pct, parse_rw,
-    parse_size, parse_time_ns, parse_write_hint,
+    non_empty, parse_bs, parse_distribution, parse_flag, parse_int, parse_iodepth, parse_offset, parse_pct,
+    parse_per_direction, parse_rw, parse_size, parse_time_ns, parse_write_hint,
 };
 use super::{
     DriveSetting, FioError, FioWarning, Job, JobFile, OptionLine, SizeSpec, IGNORED_KEYS, MAX_LINE_BYTES, MAX_NUMJOBS,
 };
 use crate::input::Shown;
 use crate::workload::access::{Distribution, Rw};
-use crate::workload::job::FioMeasure;
+use crate::workload::job::FioTiming;
 
 /// `bwavgtime` or `iopsavgtime`: a window of 1 ms or more (fio takes 0 too,
 /// and then samples on every tick of its helper thread).
@@ -214,6 +214,9 @@ pub(super) enum Key {
     BwAvgTime,
     IopsAvgTime,
     RampTime,
+    StartDelay,
+    RateIops,
+    Rate,
     /// One of [`IGNORED_KEYS`] without a field.
     Ignored,
 }
@@ -250,6 +253,9 @@ impl Key {
             "bwavgtime" => Key::BwAvgTime,
             "iopsavgtime" => Key::IopsAvgTime,
             "ramp_time" => Key::RampTime,
+            "startdelay" => Key::StartDelay,
+            "rate_iops" => Key::RateIops,
+            "rate" => Key::Rate,
             k if IGNORED_KEYS.iter().any(|(i, _)| *i == k) => Key::Ignored,
             _ => return None,
         })
@@ -295,7 +301,7 @@ impl Default for Builder {
                 direct: false,
                 group_reporting: false,
                 numjobs: 1,
-                measure: FioMeasure::default(),
+                timing: FioTiming::default(),
                 options: Vec::new(),
                 set_at: Vec::new(),
                 line: 0,
@@ -360,9 +366,18 @@ impl Builder {
             Key::Distribution => job.distribution = parse_distribution(required()?).map_err(bad)?,
             Key::WriteHint => job.write_hint = parse_write_hint(required()?).map_err(bad)?,
             Key::Ignored => {}
-            Key::BwAvgTime => job.measure.bw_ms = parse_avg_time(required()?).map_err(bad)?,
-            Key::IopsAvgTime => job.measure.iops_ms = parse_avg_time(required()?).map_err(bad)?,
-            Key::RampTime => job.measure.ramp_ns = parse_time_ns(required()?).map_err(bad)?,
+            Key::BwAvgTime => job.timing.bw_ms = parse_avg_time(required()?).map_err(bad)?,
+            Key::IopsAvgTime => job.timing.iops_ms = parse_avg_time(required()?).map_err(bad)?,
+            Key::RampTime => job.timing.ramp_ns = parse_time_ns(required()?).map_err(bad)?,
+            Key::StartDelay => {
+                let v = required()?;
+                if v.contains('-') {
+                    return Err(bad("a range of start delays is not supported; give one time".into()));
+                }
+                job.timing.start_delay_ns = parse_time_ns(v).map_err(bad)?;
+            }
+            Key::RateIops => job.timing.rate_iops = parse_per_direction(required()?).map_err(bad)?,
+            Key::Rate => job.timing.rate_bytes = parse_per_direction(required()?).map_err(bad)?,
             Key::Numjobs => {
                 job.numjobs = match parse_int(required()?).map_err(bad)? {
                     n @ 1..=MAX_NUMJOBS => n as u32,

@@ -3,7 +3,7 @@
 use super::parse::Key;
 use super::values::RW_VALUES;
 use super::*;
-use crate::workload::job::{FioMeasure, Limit};
+use crate::workload::job::{FioTiming, Limit};
 
 const GIB: u64 = 1 << 30;
 
@@ -134,7 +134,7 @@ fn defaults_match_fio() {
         direct: false,
         group_reporting: false,
         numjobs: 1,
-        measure: Default::default(),
+        timing: Default::default(),
         options: Vec::new(),
         set_at: Vec::new(),
         line: 1,
@@ -277,7 +277,10 @@ fn unsupported_key_names_key_and_line_and_lists_supported() {
     assert_eq!(e, FioError::UnsupportedKey { key: "verify_async".to_string(), line: 7 });
     let msg = e.to_string();
     assert!(msg.starts_with("line 7: unsupported fio option 'verify_async' (implemented: name, rw, readwrite, bs,"));
-    assert!(msg.contains("numjobs, bwavgtime, iopsavgtime, ramp_time; accepted with a warning"), "{msg}");
+    assert!(
+        msg.contains("bwavgtime, iopsavgtime, ramp_time, startdelay, rate_iops, rate; accepted with a warning"),
+        "{msg}"
+    );
     // The ignored options are listed too, so a user sees every spelling that works.
     assert!(msg.contains("norandommap") && msg.contains("thread") && msg.ends_with(')'), "{msg}");
     assert!(!msg.contains("did you mean"), "{msg}");
@@ -595,9 +598,22 @@ fn implemented_options_do_not_warn() {
 
 #[test]
 fn sampling_windows_default_to_fios_500_ms_and_refuse_zero() {
-    assert_eq!(job("[j]\n").measure, FioMeasure { iops_ms: 500, bw_ms: 500, ramp_ns: 0 });
-    let j = job("[global]\nbwavgtime=1000\n[j]\niopsavgtime=250\nramp_time=2s\n");
-    assert_eq!(j.measure, FioMeasure { iops_ms: 250, bw_ms: 1000, ramp_ns: 2_000_000_000 });
+    assert_eq!(job("[j]\n").timing, FioTiming::default());
+    let j = job("[global]\nbwavgtime=1000\n[j]\niopsavgtime=250\nramp_time=2s\nstartdelay=3\n");
+    let want = FioTiming {
+        iops_ms: 250,
+        bw_ms: 1000,
+        ramp_ns: 2_000_000_000,
+        start_delay_ns: 3_000_000_000,
+        ..Default::default()
+    };
+    assert_eq!(j.timing, want);
+    for (rate, iops) in [("500", [500; 3]), ("1k,2k", [1024, 2048, 2048]), (",8,", [0, 8, 0]), ("1,2,3", [1, 2, 3])] {
+        assert_eq!(job(&format!("[j]\nrate_iops={rate}\n")).timing.rate_iops, iops, "{rate}");
+    }
+    assert_eq!(job("[j]\nrate=500k\n").timing.rate_bytes, [512_000; 3]);
+    assert!(bad_value_line("[j]\nrate=1,2,3,4\n").2.contains("at most three"));
+    assert!(bad_value_line("[j]\nstartdelay=1-5\n").2.contains("range"));
     assert!(bad_value_line("[j]\nbwavgtime=0\n").2.contains("1 ms or more"));
     assert!(bad_value_line("[j]\niopsavgtime=5000000000\n").2.contains("1 ms or more"));
 }

@@ -118,6 +118,20 @@ pub(super) fn parse_bs(s: &str) -> Result<u64, String> {
     }
 }
 
+/// A value per direction as fio's `rate` and `rate_iops` take them (HOWTO
+/// "Block size"): one for reads, writes and TRIMs; `r,w` (TRIMs as
+/// writes); `r,w,t`; an empty one is no limit, and so is 0.
+pub(super) fn parse_per_direction(s: &str) -> Result<[u64; 3], String> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    let one = |p: &str| if p.is_empty() { Ok(0) } else { parse_int(p) };
+    match parts.as_slice() {
+        [all] => Ok([one(all)?; 3]),
+        [r, w] => Ok([one(r)?, one(w)?, one(w)?]),
+        [r, w, t] => Ok([one(r)?, one(w)?, one(t)?]),
+        _ => Err("at most three comma-separated values: reads, writes, TRIMs".to_string()),
+    }
+}
+
 pub(super) fn parse_iodepth(s: &str) -> Result<u32, String> {
     match u32::try_from(parse_int(s)?) {
         Ok(0) => Err("iodepth must be at least 1".to_string()),
