@@ -496,3 +496,47 @@ fn rate_iops_runs_open_loop_and_startdelay_leaves_the_drive_idle() {
     let (delayed, _) = run(&format!("{fill}startdelay=10\n"));
     assert!(delayed > 1.1 * at_once, "after 10 s idle {delayed} IOPS, at once {at_once}");
 }
+
+/// Rates as fio applies them: per direction, a mix issuing the direction
+/// that is due (io_u.c `rate_ddir`), the rate restarting after the warm-up,
+/// `runtime` without `time_based` stopping a job early, and a group's
+/// runtime its longest job's when its jobs start apart.
+#[test]
+fn rates_follow_fios_rules_for_mixes_warm_ups_runtimes_and_groups() {
+    let run = |args: &[&str]| {
+        let mut all = vec!["run", "--capacity", "256MiB", "--quiet", "--output-format=json", "--bs=4k", "--size=32m"];
+        all.extend(args);
+        let out = duraflash(&all);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let f = |v: &serde_json::Value, job: usize, dir: &str, key: &str| v["jobs"][job][dir][key].as_f64().unwrap();
+    let near = |got: f64, want: f64| (got / want - 1.0).abs() < 0.02;
+    let mix = run(&["--name=m", "--rw=randrw", "--rate_iops=100,1000", "--runtime=2s", "--time_based"]);
+    assert!(near(f(&mix, 0, "read", "iops"), 100.0) && near(f(&mix, 0, "write", "iops"), 1000.0), "{}", mix["jobs"][0]);
+    let mostly_reads =
+        run(&["--name=m", "--rw=randrw", "--rwmixread=90", "--rate_iops=100", "--runtime=2s", "--time_based"]);
+    assert!(near(f(&mostly_reads, 0, "write", "iops"), 100.0), "writes keep their own rate in a 90 % read mix");
+    let cut = run(&["--name=c", "--rw=write", "--rate_iops=1000", "--runtime=100ms"]);
+    assert!(
+        (100.0..=102.0).contains(&f(&cut, 0, "write", "total_ios")),
+        "runtime stops a sized job: {}",
+        cut["jobs"][0]
+    );
+    let warm = run(&["--name=w", "--rw=write", "--size=4m", "--rate_iops=1000", "--ramp_time=500ms"]);
+    let ios = f(&warm, 0, "write", "total_ios");
+    assert!((500.0..=530.0).contains(&ios), "the warm-up counts toward the size, not the figures: {ios}");
+    let group = run(&[
+        "--group_reporting",
+        "--rate_iops=1000",
+        "--runtime=1s",
+        "--time_based",
+        "--name=a",
+        "--rw=randwrite",
+        "--name=b",
+        "--rw=randwrite",
+        "--startdelay=1s",
+    ]);
+    assert_eq!(group["jobs"][0]["write"]["runtime"], 1001, "the longest job's runtime, not the span");
+    assert!(near(f(&group, 0, "write", "iops"), 2000.0), "{}", group["jobs"][0]["write"]);
+}

@@ -260,7 +260,8 @@ where
             let start = job.queue.started_at();
             job.queue.measure_from(start + t.ramp_ns);
             job.queue.count_for_fio(t.iops_ms, t.bw_ms, s.bs);
-            job.pace = t.limits_rate().then(|| Pace::new(t, s.bs, start));
+            job.pace = t.limits_rate().then(|| Pace::new(t, s.bs, start, start + t.ramp_ns));
+            job.runtime_cap = t.runtime_cap_ns;
         }
         jobs.push(job);
     }
@@ -349,6 +350,8 @@ struct Running<'a> {
     next_kind: CommandKind,
     /// The job's rate limits, if any.
     pace: Option<Pace>,
+    /// Measured ns after which the job stops whatever its limit; 0 for none.
+    runtime_cap: u64,
 }
 
 impl<'a> Running<'a> {
@@ -369,6 +372,7 @@ impl<'a> Running<'a> {
             bytes: 0,
             next_kind: CommandKind::Write,
             pace: None,
+            runtime_cap: 0,
         }
         .drawn())
     }
@@ -407,14 +411,31 @@ impl<'a> Running<'a> {
     }
 
     fn done(&self) -> bool {
-        self.fraction() >= 1.0
+        let ran = self.queue.finished_at().0.saturating_sub(self.queue.started_at().0);
+        self.fraction() >= 1.0 || (self.runtime_cap > 0 && ran >= self.runtime_cap)
+    }
+
+    /// The kind the next command is issued as: the drawn one, or under a
+    /// rate, the other direction of a mix when that one is due first.
+    fn kind_at(&self, slot: SimTime) -> CommandKind {
+        let Some(p) = &self.pace else { return self.next_kind };
+        let other = match (self.spec.rw, self.spec.rwmixread, self.next_kind) {
+            (Rw::RandRw | Rw::SeqRw, 1..=100, CommandKind::Write) => Some(CommandKind::Read),
+            (Rw::RandRw | Rw::SeqRw, 0..=99, CommandKind::Read) => Some(CommandKind::Write),
+            _ => None,
+        };
+        match p.choose(self.next_kind as usize, other.map(|o| o as usize), slot) {
+            0 => CommandKind::Read,
+            1 => CommandKind::Write,
+            _ => CommandKind::Trim,
+        }
     }
 
     /// When the job's next command can be issued: a slot in its queue, and
     /// its rate's time for the next command's kind.
     fn ready_at(&self) -> SimTime {
         let slot = self.queue.next_submit_time();
-        self.pace.as_ref().map_or(slot, |p| slot.max(p.gate(self.next_kind as usize)))
+        self.pace.as_ref().map_or(slot, |p| slot.max(p.gate(self.kind_at(slot) as usize, slot)))
     }
 
     /// Issues the job's next command; a write waits in the batch until the
@@ -426,16 +447,18 @@ impl<'a> Running<'a> {
         let spec = self.spec;
         let fail = |e: D::Error| WorkloadError::from(e).in_job(&spec.name);
         let sectors = spec.bs / SECTOR_BYTES;
-        // A warm-up command counts toward no limit.
-        let counts = u64::from(self.ready_at() >= self.queue.started_at());
+        // A warm-up command counts toward `number_ios` only after it, and
+        // toward the size throughout (as fio's io_issue_bytes).
+        let at = self.ready_at();
+        let counts = u64::from(at >= self.queue.started_at());
+        let kind = self.kind_at(self.queue.next_submit_time());
         if self.pace.is_some() {
             // Open loop: the command waits for its rate's time.
-            self.queue.advance_to(self.ready_at());
+            self.queue.advance_to(at);
         }
         let slot = if spec.rw.is_random() { self.random.next_slot() } else { self.next_seq };
         self.next_seq = (self.next_seq + 1) % self.slots;
         let lba = Lba((spec.offset + slot * spec.bs) / SECTOR_BYTES);
-        let kind = self.next_kind;
         if spec.rw == Rw::TrimWrite {
             self.batch.flush(drive, &mut self.queue, content).map_err(fail)?;
             self.queue.set_kind(CommandKind::Trim);
@@ -461,9 +484,9 @@ impl<'a> Running<'a> {
             }
         }
         self.ops += counts;
-        self.bytes += counts * spec.bs;
+        self.bytes += spec.bs;
         if let Some(p) = &mut self.pace {
-            p.issued(kind as usize);
+            p.issued(kind as usize, at);
         }
         self.next_kind = self.draw_kind();
         Ok(())
@@ -495,7 +518,10 @@ impl<'a> Running<'a> {
     /// `jobs` (at least one) as one job: fio's `group_reporting`.
     fn merged(jobs: &[Running]) -> JobResult {
         let start = jobs.iter().map(|j| j.queue.started_at().0).min().unwrap_or(0);
-        let end = jobs.iter().map(|j| j.queue.finished_at().0).max().unwrap_or(start);
+        // fio's group runtime is its longest job's, not the span of jobs
+        // that started apart (stat.c sum_thread_stats).
+        let ran = |j: &Running| j.queue.finished_at().0.saturating_sub(j.queue.started_at().0);
+        let end = start + jobs.iter().map(ran).max().unwrap_or(0);
         let dir = |kind| {
             let (mut hist, mut io_bytes) = (LatencyHistogram::default(), 0);
             for j in jobs {

@@ -25,12 +25,23 @@ pub struct FioTiming {
     /// Most bytes a second for reads, writes and TRIMs (`rate`); 0 for no
     /// limit.
     pub rate_bytes: [u64; 3],
+    /// Simulated ns after which the job stops, measured after its warm-up,
+    /// whatever its size (`runtime` without `time_based`); 0 for none.
+    pub runtime_cap_ns: u64,
 }
 
 impl Default for FioTiming {
     /// fio's defaults: windows of 500 ms, no warm-up, no delay, no limit.
     fn default() -> Self {
-        FioTiming { iops_ms: 500, bw_ms: 500, ramp_ns: 0, start_delay_ns: 0, rate_iops: [0; 3], rate_bytes: [0; 3] }
+        FioTiming {
+            iops_ms: 500,
+            bw_ms: 500,
+            ramp_ns: 0,
+            start_delay_ns: 0,
+            rate_iops: [0; 3],
+            rate_bytes: [0; 3],
+            runtime_cap_ns: 0,
+        }
     }
 }
 
@@ -43,10 +54,14 @@ impl FioTiming {
 
 /// When a rate-limited job's next command of each kind may be issued:
 /// fio's linear rate process, each kind's commands spread evenly from the
-/// job's start (`n` commands of `bs` bytes wait until `start + n / rate`).
+/// job's start (`n` commands of `bs` bytes wait until `start + n / rate`),
+/// started afresh when the warm-up ends (fio resets its rate counters
+/// there, so a job that fell behind in its warm-up does not catch up).
 #[derive(Clone, Debug)]
 pub(super) struct Pace {
     start: SimTime,
+    /// The end of the warm-up, until the counters restart there.
+    restart: Option<SimTime>,
     iops: [u64; 3],
     bytes: [u64; 3],
     bs: u64,
@@ -54,13 +69,18 @@ pub(super) struct Pace {
 }
 
 impl Pace {
-    /// Limits of `t` for commands of `bs` bytes, from `start`.
-    pub(super) fn new(t: &FioTiming, bs: u64, start: SimTime) -> Self {
-        Pace { start, iops: t.rate_iops, bytes: t.rate_bytes, bs, issued: [0; 3] }
+    /// Limits of `t` for commands of `bs` bytes, from `start`, restarted
+    /// at `warm_end` when that is later.
+    pub(super) fn new(t: &FioTiming, bs: u64, start: SimTime, warm_end: SimTime) -> Self {
+        let restart = (warm_end > start).then_some(warm_end);
+        Pace { start, restart, iops: t.rate_iops, bytes: t.rate_bytes, bs, issued: [0; 3] }
     }
 
-    /// The earliest time the next command of `kind` may be issued.
-    pub(super) fn gate(&self, kind: usize) -> SimTime {
+    /// The earliest time the next command of `kind` may be issued, asked at `now`.
+    pub(super) fn gate(&self, kind: usize, now: SimTime) -> SimTime {
+        if let Some(at) = self.restart.filter(|&at| now >= at) {
+            return at;
+        }
         let n = u128::from(self.issued[kind]);
         let after = |per_sec: u64, units: u128| match per_sec {
             0 => 0,
@@ -70,8 +90,22 @@ impl Pace {
         self.start + wait
     }
 
-    /// A command of `kind` was issued.
-    pub(super) fn issued(&mut self, kind: usize) {
+    /// The kind a mix issues next when `drawn` came up at `now` (io_u.c
+    /// `rate_ddir`): `drawn` if its time has come; else `other` (when the
+    /// mix has any) if its time has come, or whichever comes first.
+    pub(super) fn choose(&self, drawn: usize, other: Option<usize>, now: SimTime) -> usize {
+        let due = |k: usize| self.gate(k, now);
+        match other {
+            Some(o) if due(drawn) > now && (due(o) <= now || due(o) < due(drawn)) => o,
+            _ => drawn,
+        }
+    }
+
+    /// A command of `kind` was issued at `at`.
+    pub(super) fn issued(&mut self, kind: usize, at: SimTime) {
+        if let Some(restart) = self.restart.filter(|&r| at >= r) {
+            (self.start, self.issued, self.restart) = (restart, [0; 3], None);
+        }
         self.issued[kind] += 1;
     }
 }
@@ -84,11 +118,26 @@ mod tests {
     fn commands_are_spread_evenly_at_the_tighter_limit() {
         let t = FioTiming { rate_iops: [0, 1000, 0], rate_bytes: [0, 2_048_000, 0], ..Default::default() };
         assert!(t.limits_rate() && !FioTiming::default().limits_rate());
-        let mut p = Pace::new(&t, 4096, SimTime(5));
-        assert_eq!(p.gate(1), SimTime(5), "the first goes at once");
-        p.issued(1);
+        let mut p = Pace::new(&t, 4096, SimTime(5), SimTime(5));
+        let now = SimTime(5);
+        assert_eq!(p.gate(1, now), SimTime(5), "the first goes at once");
+        p.issued(1, now);
         // 1000 IOPS allows one a ms; 2,048,000 B/s of 4 KiB allows 500 a second.
-        assert_eq!(p.gate(1), SimTime(5 + 2_000_000));
-        assert_eq!(p.gate(0), SimTime(5), "reads are not limited");
+        assert_eq!(p.gate(1, now), SimTime(5 + 2_000_000));
+        assert_eq!(p.gate(0, now), SimTime(5), "reads are not limited");
+        assert_eq!(p.choose(1, Some(0), now), 0, "a write drawn early gives way to a read that is due");
+        assert_eq!(p.choose(1, None, now), 1, "without a mix the job waits");
+    }
+
+    #[test]
+    fn the_rate_starts_afresh_when_the_warm_up_ends() {
+        let t = FioTiming { rate_iops: [1000, 0, 0], ..Default::default() };
+        let mut p = Pace::new(&t, 4096, SimTime(0), SimTime(10_000_000));
+        p.issued(0, SimTime(0));
+        assert_eq!(p.gate(0, SimTime(0)), SimTime(1_000_000));
+        // Behind by nine commands at the end of the warm-up: no catching up.
+        assert_eq!(p.gate(0, SimTime(10_000_000)), SimTime(10_000_000));
+        p.issued(0, SimTime(10_000_000));
+        assert_eq!(p.gate(0, SimTime(10_000_000)), SimTime(11_000_000));
     }
 }

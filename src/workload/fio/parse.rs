@@ -400,6 +400,13 @@ impl Builder {
         if job.time_based && job.runtime_ns.is_none() {
             return Err(bad_at(Key::TimeBased, "time_based requires a non-zero runtime".to_string()));
         }
+        let t = &mut job.timing;
+        if t.rate_iops.iter().any(|&r| r > 0) && t.rate_bytes.iter().any(|&r| r > 0) {
+            return Err(bad_at(Key::RateIops, "rate and rate_iops are mutually exclusive, as in fio".to_string()));
+        }
+        // Without time_based, runtime stops the job early (HOWTO: "whichever
+        // occurs first").
+        t.runtime_cap_ns = if job.time_based { 0 } else { job.runtime_ns.unwrap_or(0) };
         if let SizeSpec::Bytes(size) = job.size {
             if size < job.bs {
                 let reason = format!("size ({size} bytes) is smaller than the block size ({} bytes)", job.bs);

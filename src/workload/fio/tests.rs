@@ -614,6 +614,9 @@ fn sampling_windows_default_to_fios_500_ms_and_refuse_zero() {
     assert_eq!(job("[j]\nrate=500k\n").timing.rate_bytes, [512_000; 3]);
     assert!(bad_value_line("[j]\nrate=1,2,3,4\n").2.contains("at most three"));
     assert!(bad_value_line("[j]\nstartdelay=1-5\n").2.contains("range"));
+    assert!(bad_value_line("[j]\nrate=1m\nrate_iops=10\n").2.contains("mutually exclusive"));
+    assert_eq!(job("[j]\nruntime=3\n").timing.runtime_cap_ns, 3_000_000_000, "runtime alone stops a job early");
+    assert_eq!(job("[j]\nruntime=3\ntime_based\n").timing.runtime_cap_ns, 0, "time_based runs it that long");
     assert!(bad_value_line("[j]\nbwavgtime=0\n").2.contains("1 ms or more"));
     assert!(bad_value_line("[j]\niopsavgtime=5000000000\n").2.contains("1 ms or more"));
 }
