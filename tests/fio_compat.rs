@@ -526,6 +526,9 @@ fn rates_follow_fios_rules_for_mixes_warm_ups_runtimes_and_groups() {
     let warm = run(&["--name=w", "--rw=write", "--size=4m", "--rate_iops=1000", "--ramp_time=500ms"]);
     let ios = f(&warm, 0, "write", "total_ios");
     assert!((500.0..=530.0).contains(&ios), "the warm-up counts toward the size, not the figures: {ios}");
+    let ended_warm = run(&["--name=w", "--rw=write", "--size=4m", "--iodepth=32", "--ramp_time=10s"]);
+    assert_eq!(ended_warm["jobs"][0]["elapsed_ns"], 0, "a job done in its warm-up measured nothing");
+    assert_eq!(ended_warm["jobs"][0]["write"]["total_ios"], 0);
     let group = run(&[
         "--group_reporting",
         "--rate_iops=1000",
@@ -538,5 +541,6 @@ fn rates_follow_fios_rules_for_mixes_warm_ups_runtimes_and_groups() {
         "--startdelay=1s",
     ]);
     assert_eq!(group["jobs"][0]["write"]["runtime"], 1001, "the longest job's runtime, not the span");
+    assert_eq!(group["jobs"][0]["job_runtime"], 2001, "the jobs' run times summed, as fio's job_runtime");
     assert!(near(f(&group, 0, "write", "iops"), 2000.0), "{}", group["jobs"][0]["write"]);
 }

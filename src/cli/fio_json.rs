@@ -237,7 +237,7 @@ impl FioJob {
                 total_ios: 0,
                 lat_ns: FioLatency { min: 0, max: 0, mean: 0.0, stddev: 0.0, n: 0, percentile: None, bins: None },
             },
-            job_runtime: r.elapsed_ns.div_ceil(1_000_000),
+            job_runtime: r.jobs_ns.div_ceil(1_000_000),
             usr_cpu: 0.0,
             sys_cpu: 0.0,
             ctx: 0,

@@ -88,6 +88,10 @@ pub struct JobResult {
     pub name: String,
     /// Simulated time from the first command to the last completion.
     pub elapsed_ns: u64,
+    /// The run times of the jobs it reports, summed (one job's is its
+    /// `elapsed_ns`; fio's `job_runtime` of a group).
+    #[serde(skip)]
+    pub jobs_ns: u64,
     /// When the job started (simulated).
     pub start_ns: u64,
     /// Reads.
@@ -502,11 +506,14 @@ impl<'a> Running<'a> {
     }
 
     fn result(&self) -> JobResult {
-        let (start, end) = (self.queue.started_at().0, self.queue.finished_at().0);
+        // A job that ended in its warm-up measured nothing.
+        let start = self.queue.started_at().0;
+        let end = self.queue.finished_at().0.max(start);
         let dir = |kind| dir_result(self.queue.latencies(kind), self.spec.bs, end - start);
         JobResult {
             name: self.spec.name.clone(),
             elapsed_ns: end - start,
+            jobs_ns: end - start,
             start_ns: start,
             read: dir(CommandKind::Read),
             write: dir(CommandKind::Write),
@@ -534,6 +541,7 @@ impl<'a> Running<'a> {
         JobResult {
             name: jobs.first().map_or_else(String::new, |j| j.spec.name.clone()),
             elapsed_ns: end - start,
+            jobs_ns: jobs.iter().map(ran).sum(),
             start_ns: start,
             read: dir(CommandKind::Read),
             write: dir(CommandKind::Write),
