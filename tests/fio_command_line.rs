@@ -154,7 +154,7 @@ fn output_formats_and_files_go_where_fio_sends_them() {
     }
     std::fs::remove_file(both).unwrap();
     for (more, says) in [
-        (&["--output-format=terse"][..], "terse is fio's CSV format"),
+        (&["--output-format=csv"][..], "'csv': accepted: normal, json, json+, terse"),
         (&["--output-format=json", "--output=a.json", "--json", "b.json"], "--output and --json both"),
         (&["--bs=4q"], "command line: --bs=4q: bad value '4q' for 'bs'"),
         (&["--numjobs=100"], "command line: --numjobs=100: bad value"),

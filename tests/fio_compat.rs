@@ -544,3 +544,34 @@ fn rates_follow_fios_rules_for_mixes_warm_ups_runtimes_and_groups() {
     assert_eq!(group["jobs"][0]["job_runtime"], 2001, "the jobs' run times summed, as fio's job_runtime");
     assert!(near(f(&group, 0, "write", "iops"), 2000.0), "{}", group["jobs"][0]["write"]);
 }
+
+/// `--output-format=terse` is fio's version 3 line a job: the same number of
+/// fields as real fio's for the same jobs, and the same names, groups, and
+/// KiB read and written.
+#[test]
+fn terse_output_is_fios_version_3_line() {
+    let job = data("fio-compat.fio");
+    let out = duraflash(&["run", &job, "--quiet", "--output-format=terse"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let ours = String::from_utf8(out.stdout).unwrap();
+    let fields = |text: &str| -> Vec<Vec<String>> {
+        text.lines().filter(|l| l.starts_with("3;")).map(|l| l.split(';').map(str::to_string).collect()).collect()
+    };
+    let ours = fields(&ours);
+    assert_eq!(ours.len(), 3, "a line a job: {ours:?}");
+    // Version, name, group, error; KiB read (field 6) and written (field 47).
+    let fixed = |f: &Vec<String>| [0, 2, 3, 4, 5, 46].map(|i| f[i].clone());
+    assert_eq!(fixed(&ours[0]), ["3", "randwrite", "0", "0", "0", "8000"].map(String::from));
+    assert!(ours[0][7..].iter().any(|f| f.starts_with("99.000000%=")), "{:?}", ours[0]);
+    if tools::have("fio", "fio") {
+        let fio = Command::new("fio")
+            .current_dir(std::env::temp_dir())
+            .args(["--ioengine=null", "--output-format=terse", &job])
+            .output()
+            .expect("fio runs");
+        assert!(fio.status.success(), "fio: {}", stderr(&fio));
+        let theirs = fields(&String::from_utf8(fio.stdout).unwrap());
+        assert_eq!(ours.iter().map(Vec::len).collect::<Vec<_>>(), theirs.iter().map(Vec::len).collect::<Vec<_>>());
+        assert_eq!(ours.iter().map(fixed).collect::<Vec<_>>(), theirs.iter().map(fixed).collect::<Vec<_>>());
+    }
+}

@@ -31,9 +31,9 @@ pub(crate) struct RunArgs {
     /// Only run this job section of the file (fio's --section; repeatable; [global] still applies).
     #[arg(long, value_name = "NAME")]
     section: Vec<String>,
-    /// fio's --output-format: normal (the summary), json (fio's JSON, on stdout or into --output), json+
-    /// (json with fio's latency bins); comma-separated for more than one (the summary then follows the
-    /// JSON, as fio writes them).
+    /// fio's --output-format: normal (fio's text, the default), json (fio's JSON, on stdout or into
+    /// --output), json+ (json with fio's latency bins), terse (fio's semicolon-separated line a job,
+    /// version 3); comma-separated for more than one (the text then follows the JSON, as fio writes them).
     #[arg(long, value_name = "FORMAT", value_parser = parse_formats)]
     output_format: Option<Formats>,
     /// fio's --output: the file the --output-format goes to instead of stdout.
@@ -191,6 +191,8 @@ pub(crate) struct Formats {
     json: bool,
     /// `json+`: fio's JSON with each latency's bins.
     plus: bool,
+    /// `terse`: fio's semicolon-separated line a job, version 3.
+    terse: bool,
 }
 
 fn parse_formats(s: &str) -> Result<Formats, String> {
@@ -200,10 +202,10 @@ fn parse_formats(s: &str) -> Result<Formats, String> {
             "normal" => f.normal = true,
             "json" => f.json = true,
             "json+" => (f.json, f.plus) = (true, true),
-            "terse" => {
-                return Err("terse is fio's CSV format, which is not written here; accepted: normal, json, json+".into())
+            "terse" => f.terse = true,
+            other => {
+                return Err(format!("'{}': accepted: normal, json, json+, terse (comma-separated)", Shown::new(other)))
             }
-            other => return Err(format!("'{}': accepted: normal, json, json+ (comma-separated)", Shown::new(other))),
         }
     }
     Ok(f)
@@ -220,7 +222,7 @@ fn fio_outputs(args: &mut RunArgs) -> Result<(), Failure> {
             Err(Failure::Usage("--output and --json both say where the JSON goes; give one of them".into()))
         }
         (true, output, false) => {
-            args.out.summary_after_json = formats.normal;
+            args.out.summary_after_json = formats.normal || formats.terse;
             args.out.json_flag = output.is_some().then_some("--output");
             args.out.json = Some(output.unwrap_or_else(|| PathBuf::from("-")));
             Ok(())
@@ -342,7 +344,8 @@ pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
     fio_outputs(&mut args)?;
     let plus = args.output_format.is_some_and(|f| f.plus);
     // fio writes its text only when asked for (`normal`, its default).
-    let text = args.output_format.is_none_or(|f| f.normal || !f.json);
+    let text = args.output_format.is_none_or(|f| f.normal || !(f.json || f.terse));
+    let terse = args.output_format.is_some_and(|f| f.terse);
     let mut inputs: Vec<(&str, Option<&std::path::Path>)> =
         args.jobs.iter().map(|j| ("job file", Some(j.as_path()))).collect();
     inputs.extend([("--image", args.image.as_deref()), ("--config", args.drive.config.as_deref())]);
@@ -479,6 +482,9 @@ pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
             "\nDrive (duraflash): WAF {:.3}, compression {:.3}, dedup {:.3}\n",
             s.waf, s.compression_ratio, s.dedup_ratio
         );
+    }
+    if terse {
+        summary.extend(jobs.iter().map(fio_text::terse));
     }
     let cfg = drive.config().clone();
     let out = FioOutput {

@@ -5,7 +5,7 @@
 //! follow fio 3.33's stat.c (`show_thread_status_normal`,
 //! `show_ddir_status`, `show_group_stats`) and lib/num2str.c.
 
-use duraflash::host::FioLatency;
+use duraflash::host::{FioLatency, FIO_PERCENTILES};
 use duraflash::units::UtcTime;
 
 use super::fio_json::{FioDir, FioJob, Percents};
@@ -222,6 +222,58 @@ pub(crate) fn group(id: u32, jobs: &[&FioJob]) -> String {
         );
     }
     out
+}
+
+/// One direction in fio's terse line (stat.c `show_ddir_status_terse`,
+/// version 3): KiB, KiB/s, IOPS, runtime, then slat, clat, 20 percentile
+/// slots, lat and bandwidth samples, latencies in us.
+fn terse_dir(d: &FioDir) -> String {
+    let lat =
+        |l: &FioLatency| format!(";{};{};{:.6};{:.6}", l.min / 1000, l.max / 1000, l.mean / 1000.0, l.stddev / 1000.0);
+    let mut out = format!(";{};{};{};{}", d.io_bytes >> 10, d.bw_bytes / 1024, d.iops.round() as u64, d.runtime);
+    out += &lat(&d.slat_ns);
+    out += &lat(&d.clat_ns);
+    // fio lists its percentiles, at 0, for a direction that did nothing too.
+    let mut pcts: Vec<(f64, u64)> = match &d.clat_ns.percentile {
+        Some(p) => p.iter().filter_map(|(k, &v)| Some((k.parse::<f64>().ok()?, v))).collect(),
+        None => FIO_PERCENTILES.iter().map(|&p| (p, 0)).collect(),
+    };
+    pcts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    for slot in 0..20 {
+        out += &match pcts.get(slot) {
+            Some((p, v)) => format!(";{p:.6}%={}", v / 1000),
+            None => ";0%=0".to_string(),
+        };
+    }
+    out += &lat(&d.lat_ns);
+    match d.bw_samples {
+        0 => out += ";0;0;0.000000%;0.000000;0.000000",
+        _ => out += &format!(";{};{};{:.6}%;{:.6};{:.6}", d.bw_min, d.bw_max, d.bw_agg, d.bw_mean, d.bw_dev),
+    }
+    out
+}
+
+/// A reported job as fio's terse line, version 3 (`--output-format=terse`,
+/// stat.c `show_thread_status_terse_all`): reads and writes (version 3
+/// has no TRIMs), CPU, depths, and the latency ranges in us (the ns ones
+/// added to the first) and ms.
+pub(crate) fn terse(j: &FioJob) -> String {
+    let version = concat!("duraflash-", env!("CARGO_PKG_VERSION"));
+    let mut out = format!("3;{version};{};{};{}", j.jobname, j.groupid, j.error);
+    out += &terse_dir(&j.read);
+    out += &terse_dir(&j.write);
+    out += &format!(";{:.6}%;{:.6}%;{};{};{}", j.usr_cpu, j.sys_cpu, j.ctx, j.majf, j.minf);
+    for (_, v) in &j.iodepth_level.0 {
+        out += &format!(";{v:3.1}%");
+    }
+    let ns: f64 = j.latency_ns.0.iter().map(|(_, v)| v).sum();
+    for (i, (_, v)) in j.latency_us.0.iter().enumerate() {
+        out += &format!(";{:3.2}%", if i == 0 { v + ns } else { *v });
+    }
+    for (_, v) in &j.latency_ms.0 {
+        out += &format!(";{v:3.2}%");
+    }
+    out + "\n"
 }
 
 #[cfg(test)]
