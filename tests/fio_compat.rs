@@ -563,6 +563,11 @@ fn terse_output_is_fios_version_3_line() {
     let fixed = |f: &Vec<String>| [0, 2, 3, 4, 5, 46].map(|i| f[i].clone());
     assert_eq!(fixed(&ours[0]), ["3", "randwrite", "0", "0", "0", "8000"].map(String::from));
     assert!(ours[0][7..].iter().any(|f| f.starts_with("99.000000%=")), "{:?}", ours[0]);
+    let minimal = duraflash(&["run", &job, "--quiet", "--minimal", "--terse-version=3"]);
+    assert_eq!(fields(&String::from_utf8(minimal.stdout).unwrap()).len(), 3, "fio's --minimal is the terse format");
+    let v2 = duraflash(&["run", &job, "--quiet", "--minimal", "--terse-version=2"]);
+    assert_eq!(v2.status.code(), Some(2), "only version 3 is written: {}", stderr(&v2));
+    assert!(stderr(&v2).contains("--terse-version"), "{}", stderr(&v2));
     if tools::have("fio", "fio") {
         let fio = Command::new("fio")
             .current_dir(std::env::temp_dir())

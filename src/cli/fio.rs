@@ -39,6 +39,12 @@ pub(crate) struct RunArgs {
     /// fio's --output: the file the --output-format goes to instead of stdout.
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// fio's --minimal: the terse format (as --output-format=terse).
+    #[arg(long)]
+    minimal: bool,
+    /// fio's --terse-version: only 3 is written.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(3..=3))]
+    terse_version: Option<u8>,
     /// fio's --parse-only: check the jobs against the drive (every error a run would refuse them
     /// with) and stop, running nothing.
     #[arg(long)]
@@ -216,6 +222,10 @@ fn parse_formats(s: &str) -> Result<Formats, String> {
 /// after it when `normal` was named too, as fio writes both), and the
 /// normal format alone goes into `--output`.
 fn fio_outputs(args: &mut RunArgs) -> Result<(), Failure> {
+    if args.minimal {
+        // fio: --minimal is the terse format, whatever --output-format says.
+        args.output_format = Some(Formats { terse: true, ..Formats::default() });
+    }
     let formats = args.output_format.unwrap_or_default();
     match (formats.json, args.output.take(), args.out.json.is_some()) {
         (true, Some(_), true) => {
