@@ -294,7 +294,8 @@ fn text_shape(text: &str) -> Vec<String> {
             Some(line.split(": pid=").next().unwrap().to_string())
         } else if ["read: IOPS=", "write: IOPS=", "trim: IOPS="].iter().any(|k| t.starts_with(k)) {
             let io = after(t, ")(").and_then(|r| r.split('/').next().map(str::to_string));
-            Some(format!("{} io={}", t.split(':').next().unwrap(), io.unwrap_or_default()))
+            let suffix = after(t, "msec)").unwrap_or_default();
+            Some(format!("{} io={}{suffix}", t.split(':').next().unwrap(), io.unwrap_or_default()))
         } else if t.starts_with("clat (") || t.starts_with("lat (usec): min") || t.starts_with("lat (nsec): min") {
             Some(t.split(' ').next().unwrap().to_string())
         } else if t.starts_with("clat percentiles") {
@@ -341,7 +342,7 @@ fn normal_output_is_fios_text_for_the_same_jobs() {
     let shape = text_shape(&ours);
     for want in [
         "randwrite: (groupid=0, jobs=1): err= 0",
-        "write io=8000KiB",
+        "write io=8000KiB; 0 zone resets",
         "issued rwts: total=0,2000,0,0 short=0,0,0,0 dropped=0,0,0,0",
     ] {
         assert!(shape.iter().any(|l| l == want), "{want} in {shape:#?}");

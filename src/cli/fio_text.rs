@@ -94,8 +94,10 @@ fn ddir(name: &str, d: &FioDir) -> String {
     }
     // The JSON's rates, from the simulated time in ns (fio's come from whole ms).
     let (bw, iops) = (d.bw_bytes, d.iops.round() as u64);
+    // fio 3.33 ends a write line with its zoned-device count (`zbd_write_status`).
+    let zone_resets = if name == "write" { "; 0 zone resets" } else { "" };
     let mut out = format!(
-        "  {name}: IOPS={}, BW={} ({})({}/{}msec)\n",
+        "  {name}: IOPS={}, BW={} ({})({}/{}msec){zone_resets}\n",
         num2str(iops, 4, false, ""),
         num2str(bw, 4, true, "B/s"),
         num2str(bw, 4, false, "B/s"),
