@@ -10,7 +10,7 @@
 //! exact, `[start + k w, start + (k + 1) w)` from the job's start, and a
 //! last window the job did not fill adds no sample.
 
-use std::collections::VecDeque;
+use std::collections::BTreeMap;
 
 use crate::units::SimTime;
 
@@ -86,9 +86,12 @@ struct Sampler {
     /// 1024 for KiB/s, 1 for IOPS.
     divisor: u64,
     start: SimTime,
-    /// Index of the window `open[0]` counts.
+    /// Windows before this one are closed.
     base: u64,
-    open: VecDeque<[u64; KINDS]>,
+    /// Counts of the open windows that completed anything, by window index:
+    /// sparse, so a command that completes years later (a throttled drive)
+    /// costs one entry, not one per window in between.
+    open: BTreeMap<u64, [u64; KINDS]>,
     stats: [SampleStat; KINDS],
 }
 
@@ -100,7 +103,7 @@ impl Sampler {
             divisor,
             start,
             base: 0,
-            open: VecDeque::new(),
+            open: BTreeMap::new(),
             stats: Default::default(),
         }
     }
@@ -114,20 +117,16 @@ impl Sampler {
     /// `/ 1024` for KiB/s).
     fn close_before(&mut self, t: SimTime) {
         let upto = self.window(t);
-        while self.base < upto {
-            let Some(counts) = self.open.pop_front() else {
-                self.base = upto;
-                break;
-            };
-            for (stat, &n) in self.stats.iter_mut().zip(&counts) {
+        while let Some(entry) = self.open.first_entry().filter(|e| *e.key() < upto) {
+            for (stat, &n) in self.stats.iter_mut().zip(&entry.remove()) {
                 if n > 0 {
                     let delta = u128::from(n) * u128::from(self.per_command);
                     let rate = delta * 1000 / u128::from(self.window_ms) / u128::from(self.divisor);
                     stat.add(u64::try_from(rate).unwrap_or(u64::MAX));
                 }
             }
-            self.base += 1;
         }
+        self.base = self.base.max(upto);
     }
 
     /// A command of `kind` issued at `submitted` completed at `done`. Later
@@ -135,11 +134,8 @@ impl Sampler {
     /// are complete.
     fn record(&mut self, kind: usize, submitted: SimTime, done: SimTime) {
         self.close_before(submitted);
-        let at = self.window(done).saturating_sub(self.base) as usize;
-        if self.open.len() <= at {
-            self.open.resize(at + 1, [0; KINDS]);
-        }
-        self.open[at][kind] += 1;
+        let at = self.window(done).max(self.base);
+        self.open.entry(at).or_insert([0; KINDS])[kind] += 1;
     }
 }
 
@@ -264,6 +260,17 @@ mod tests {
         assert_eq!(c.iops[1].samples, 2);
         assert_eq!((c.iops[1].min, c.iops[1].max), (10, 10));
         assert_eq!(c.depth, [0, 2, 0, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn a_completion_years_later_keeps_one_window_not_one_per_window_between() {
+        let mut s = FioStats::new(1, 500, 4096, SimTime(0));
+        let years = SimTime(100 * 365 * 86_400 * 1_000 * MS);
+        s.record(1, SimTime(0), years, 1);
+        s.record(1, SimTime(2 * MS), SimTime(2 * MS), 1);
+        assert_eq!((s.iops.open.len(), s.bw.open.len()), (2, 2));
+        let c = s.finish(SimTime(years.0 + 1_000 * MS));
+        assert_eq!((c.iops[1].samples, c.iops[1].max), (2, 1000), "one command in each of two 1 ms windows");
     }
 
     #[test]
