@@ -165,6 +165,12 @@ pub const MAX_LINE_BYTES: usize = 8192;
 /// The longest study here writes its drive 3 times.
 pub const MAX_DRIVE_PASSES: u64 = 1000;
 
+/// The longest `runtime`, `ramp_time` or `startdelay`, in simulated
+/// minutes: about a week, as `torture --minutes` allows
+/// (`crate::lab::torture::MAX_MINUTES` measures it). A `time_based` job
+/// issues commands for all of it, and each costs wall time.
+pub const MAX_JOB_MINUTES: u64 = 10_000;
+
 /// The most clones `numjobs` may ask for: each clone keeps its own queue
 /// and write batch in memory (fio's own limit is its thread count).
 pub const MAX_NUMJOBS: u64 = 64;

@@ -232,6 +232,13 @@ fn runtime_units() {
     for text in ["1.5s", "5x", "min", "", "s", "-3", "999999999999d"] {
         assert_eq!(bad_value_line(&format!("[j]\nruntime={text}\n")).1, 2, "runtime={text}");
     }
+    // Bounded as torture's --minutes is: a week passes, a day more does not.
+    assert_eq!(job("[j]\nruntime=10000m\n").runtime_ns, Some(600_000_000_000_000));
+    for key in ["runtime", "ramp_time", "startdelay"] {
+        let (named, line, reason) = bad_value_line(&format!("[j]\n{key}=8d\n"));
+        assert_eq!((named.as_str(), line), (key, 2));
+        assert!(reason.contains("10000 simulated minutes"), "{reason}");
+    }
 }
 
 #[test]

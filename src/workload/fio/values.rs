@@ -1,7 +1,7 @@
 //! Option values with fio's units: sizes and percentages, times, `rw`,
 //! `random_distribution` (with the zoned syntax) and `write_hint`.
 
-use super::SizeSpec;
+use super::{SizeSpec, MAX_JOB_MINUTES};
 use crate::input::Shown;
 use crate::workload::access::{Distribution, Rw};
 
@@ -157,7 +157,8 @@ pub(super) fn parse_offset(s: &str) -> Result<SizeSpec, String> {
     }
 }
 
-/// A time in nanoseconds; seconds when no unit is given (fio `time`).
+/// A time in nanoseconds; seconds when no unit is given (fio `time`); at
+/// most [`MAX_JOB_MINUTES`].
 pub(super) fn parse_time_ns(s: &str) -> Result<u64, String> {
     let (number, suffix) = split_digits(s);
     if number.is_empty() {
@@ -178,11 +179,14 @@ pub(super) fn parse_time_ns(s: &str) -> Result<u64, String> {
             ))
         }
     };
-    number
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(unit))
-        .ok_or_else(|| "time does not fit in 64-bit nanoseconds".to_string())
+    const MOST: u64 = MAX_JOB_MINUTES * 60 * S;
+    match number.parse::<u64>().ok().and_then(|n| n.checked_mul(unit)) {
+        Some(ns) if ns <= MOST => Ok(ns),
+        _ => Err(format!(
+            "more than {MAX_JOB_MINUTES} simulated minutes (about a week), the most a job may run, warm up or \
+             wait: every simulated command costs wall time"
+        )),
+    }
 }
 
 /// A boolean: absent (bare key) or `1` is true, `0` is false.
