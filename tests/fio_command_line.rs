@@ -156,6 +156,8 @@ fn output_formats_and_files_go_where_fio_sends_them() {
     for (more, says) in [
         (&["--output-format=csv"][..], "'csv': accepted: normal, json, json+, terse"),
         (&["--output-format=json", "--output=a.json", "--json", "b.json"], "--output and --json both"),
+        // The text into a file the JSON would then overwrite.
+        (&["--output=r.txt", "--json", "./r.txt"], "--output and --json both name r.txt"),
         (&["--bs=4q"], "command line: --bs=4q: bad value '4q' for 'bs'"),
         (&["--numjobs=100"], "command line: --numjobs=100: bad value"),
         (&["--thinktime", "100"], "command line: --thinktime=100: unsupported fio option 'thinktime'"),

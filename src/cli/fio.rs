@@ -3,7 +3,7 @@
 
 use std::ffi::OsString;
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
@@ -237,12 +237,26 @@ fn fio_outputs(args: &mut RunArgs) -> Result<(), Failure> {
             args.out.json = Some(output.unwrap_or_else(|| PathBuf::from("-")));
             Ok(())
         }
+        (false, Some(output), _) if args.out.json.as_deref().is_some_and(|json| same_file(json, &output)) => {
+            Err(Failure::Usage(format!(
+                "--output and --json both name {}: the JSON would overwrite the text; give two files",
+                output.display()
+            )))
+        }
         (false, Some(output), _) => {
             args.out.summary = Some(output);
             Ok(())
         }
         (true, None, true) | (false, None, _) => Ok(()),
     }
+}
+
+/// Whether two output paths name one file: the same path from the working
+/// directory, or, for files that exist, the same file by any path.
+fn same_file(a: &Path, b: &Path) -> bool {
+    let full = |p: &Path| std::path::absolute(p).ok();
+    let real = |p: &Path| std::fs::canonicalize(p).ok();
+    a != Path::new("-") && (full(a) == full(b) || real(a).is_some_and(|r| Some(r) == real(b)))
 }
 
 /// fio's command-line options that only say how fio shows its progress.
