@@ -27,7 +27,7 @@ const QUICK: [&str; 14] = [
 
 #[test]
 fn bad_input_exits_2_with_one_line_naming_the_problem() {
-    let cases: [(&[&str], &str); 29] = [
+    let cases: [(&[&str], &str); 31] = [
         (&["wa", "--bogus"], "--bogus"),
         (&["wa", "--threads", "100000"], "--threads"),
         (&["wa", "--capacity", "12XB"], "--capacity"),
@@ -55,6 +55,24 @@ fn bad_input_exits_2_with_one_line_naming_the_problem() {
         (&["raid", "--level", "5", "--members", "3", "--driver", "passthrough"], "0, 1, 10"),
         (&["raid", "--level", "0", "--members", "2", "--driver", "rst-9"], "rst-10.6"),
         (&["raid", "--level", "0", "--members", "2", "--driver", "rst-11.2", "--stripe", "6k"], "--stripe"),
+        // A stripe row wider than a member, or too few rows for the zones.
+        (&["raid", "--capacity", "32MiB", "--level", "0", "--members", "257", "--driver", "passthrough"], "--stripe"),
+        (
+            &[
+                "raid",
+                "--capacity",
+                "32MiB",
+                "--level",
+                "1",
+                "--members",
+                "2",
+                "--driver",
+                "passthrough",
+                "--stripe",
+                "32MiB",
+            ],
+            "--zones 64 rows",
+        ),
         (&["optimizer", "--preset", "sf2281-240g"], "--preset"),
         (&["sweep", "--smart", "--point", "0"], "--smart"),
     ];

@@ -86,9 +86,23 @@ pub(crate) fn raid(args: RaidArgs) -> Result<(), Failure> {
     // Check the layout before running anything: bad counts and stripes are usage errors.
     let layout = Layout::new(args.level, args.members, args.stripe.0, cfg.logical_bytes, u64::from(cfg.unit_bytes))
         .map_err(|e| Failure::Usage(e.to_string()))?;
-    // HD Tach runs on one member and on the array, in stripe rows.
+    // HD Tach runs on one member and on the array, in stripe rows; the lone
+    // member is filled in stripe rows too.
     bounds::zones(args.zones, HDTACH_REQUEST, cfg.logical_bytes)?;
-    bounds::zones(args.zones, args.stripe.0 * layout.columns as u64, layout.sectors() * SECTOR_BYTES)?;
+    let row = args.stripe.0.saturating_mul(layout.columns as u64);
+    let array = layout.sectors() * SECTOR_BYTES;
+    if row > cfg.logical_bytes || u64::from(args.zones).saturating_mul(row) > array {
+        return Err(Failure::Usage(format!(
+            "--stripe {}: a stripe row ({}: the stripe on each of {} data columns) must fit in one member ({}) and --zones {} \
+             rows in the array ({}); use a smaller --stripe, fewer --members or --zones, or a larger --capacity",
+            args.stripe,
+            duraflash::ByteSize(row),
+            layout.columns,
+            duraflash::ByteSize(cfg.logical_bytes),
+            args.zones,
+            duraflash::ByteSize(array)
+        )));
+    }
     let spec = RaidSpec {
         level: args.level,
         members: args.members,
