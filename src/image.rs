@@ -299,6 +299,27 @@ fn refuse_special(path: &Path) -> Result<(), ImageError> {
     }
 }
 
+/// Refuses a file that exists, holds bytes and does not start as an image
+/// does (checked before a lock file is made beside it): images are
+/// replaced whole by a rename, so the first bytes are never half-written.
+fn refuse_foreign(path: &Path) -> Result<(), ImageError> {
+    let Ok(file) = File::open(path) else { return Ok(()) };
+    let mut head = Vec::with_capacity(MAGIC.len());
+    file.take(MAGIC.len() as u64).read_to_end(&mut head).map_err(|e| io_err("read", path, e))?;
+    match MAGIC.starts_with(&head) {
+        true => Ok(()),
+        false => Err(ImageError::NotAnImage { found: String::from_utf8_lossy(&head).into_owned() }),
+    }
+}
+
+impl ImageError {
+    /// Whether the path names no image at all (a directory, a FIFO, a file
+    /// of something else): the user's mistake, not a damaged image.
+    pub fn is_wrong_file(&self) -> bool {
+        matches!(self, ImageError::NotRegular { .. } | ImageError::NotAnImage { .. })
+    }
+}
+
 /// Reads an image section by section, in [`SECTIONS`] order.
 pub struct ImageReader {
     input: BufReader<File>,
@@ -324,7 +345,7 @@ impl ImageReader {
         if size < HEADER_BYTES {
             let mut head = vec![0u8; size as usize];
             r.input.read_exact(&mut head).map_err(|e| io_err("read", path, e))?;
-            if !MAGIC.starts_with(&head) {
+            if !MAGIC.starts_with(&head[..head.len().min(MAGIC.len())]) {
                 return Err(ImageError::NotAnImage { found: String::from_utf8_lossy(&head).into_owned() });
             }
             return Err(ImageError::Truncated { section: "header".into() });

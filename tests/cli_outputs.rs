@@ -105,3 +105,27 @@ fn an_output_that_cannot_be_written_is_refused_before_the_run() {
     assert!(std::fs::read_to_string(&fresh).unwrap().contains("\"jobs\""));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// An `--image` that names a directory or a file of something else is the
+/// user's mistake: refused (exit 2) naming it, with no lock file left
+/// beside the file and the file unchanged.
+#[test]
+fn an_image_path_that_holds_no_image_is_refused_and_left_alone() {
+    let dir = scratch("foreign");
+    let job = job(&dir);
+    let j = job.to_str().unwrap();
+    let d = dir.join("sub");
+    std::fs::create_dir(&d).unwrap();
+    let d = d.to_str().unwrap();
+    let run = ["run", j, "--capacity", "64MiB", "--quiet"];
+    refused(&[&run[..], &["--image", d]].concat(), "not a regular file");
+    refused(&[&run[..], &["--image", j]].concat(), &format!("--image {j}: not a duraflash drive image"));
+    refused(&["image", "info", d], "not a regular file");
+    refused(&["image", "info", j], &format!("{j}: not a duraflash drive image"));
+    assert!(std::fs::read_to_string(&job).unwrap().starts_with("[j]"), "the job file changed");
+    let mut left: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    left.sort();
+    assert_eq!(left, ["j.fio", "sub"], "no lock file beside either");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

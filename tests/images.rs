@@ -195,6 +195,7 @@ fn damaged_images_are_refused_naming_the_damage() {
     assert!(err(&bad).contains("not a duraflash drive image"), "{}", err(&bad));
     assert!(err(b"").contains("truncated"));
     assert!(err(b"DURA").contains("truncated"));
+    assert!(err(b"DURAFLSH\t\0\0").contains("truncated"), "the magic, then a cut: {}", err(b"DURAFLSH\t\0\0"));
     assert!(err(b"hello, world").contains("not a duraflash drive image"));
     let mut bad = good.clone();
     bad[8] = 99;

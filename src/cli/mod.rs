@@ -15,7 +15,7 @@ use duraflash::config::{DriveConfig, GcPolicy, Media, StreamInference};
 use duraflash::content::pattern::DataSpec;
 use duraflash::device::memory::{MemoryEstimate, MemoryLimit, Part};
 use duraflash::device::resume::{self, ResumeError};
-use duraflash::image::ImageLock;
+use duraflash::image::{ImageError, ImageLock};
 use duraflash::workload::access::Access;
 use duraflash::{ByteSize, Drive};
 
@@ -378,6 +378,8 @@ pub(crate) fn image_failure(e: ResumeError) -> Failure {
     match e {
         ResumeError::Config(_) => Failure::Usage(e.to_string()),
         ResumeError::Mismatch { .. } => Failure::Usage(format!("--image {e}")),
+        ResumeError::Load { ref source, .. } if source.is_wrong_file() => Failure::Usage(format!("--image {e}")),
+        ResumeError::Locked { ref source } if source.is_wrong_file() => Failure::Usage(format!("--image: {e}")),
         ResumeError::Load { .. } | ResumeError::Save { .. } => Failure::Run(format!("--image {e}")),
         ResumeError::Locked { .. } => Failure::Run(format!("--image: {e}")),
     }
@@ -443,7 +445,13 @@ pub(crate) fn image_info(path: &std::path::Path, out: &Output) -> Result<(), Fai
     if !path.exists() {
         return Err(Failure::Usage(format!("{}: no such file", path.display())));
     }
-    let info = duraflash::device::inspect(path).map_err(Failure::run)?;
+    // A directory or a file of something else is a usage error too.
+    let info = duraflash::device::inspect(path).map_err(|e| match e {
+        ImageError::NotRegular { .. } => Failure::Usage(e.to_string()),
+        ImageError::Io { .. } => Failure::Run(e.to_string()),
+        e if e.is_wrong_file() => Failure::Usage(format!("{}: {e}", path.display())),
+        e => Failure::Run(format!("{}: {e}", path.display())),
+    })?;
     let (c, s) = (&info.config, &info.summary.stats);
     let mut summary = format!(
         "{}: duraflash image version {} ({} bytes, written by duraflash {})\n",

@@ -85,7 +85,14 @@ pub fn open_or_create(config: DriveConfig, image: Option<&Path>) -> Result<Drive
 /// read until the returned lock is dropped: the way to open a drive that
 /// will be saved back, so two processes never save over each other.
 pub fn open_locked(config: DriveConfig, image: Option<&Path>) -> Result<(Drive, Option<ImageLock>), ResumeError> {
-    let lock = image.map(ImageLock::acquire).transpose().map_err(|source| ResumeError::Locked { source })?;
+    let acquire = |path: &Path| {
+        // A file of something else, as reading it would say (with its path).
+        ImageLock::acquire(path).map_err(|source| match source {
+            ImageError::NotAnImage { .. } => ResumeError::Load { path: path.into(), source },
+            source => ResumeError::Locked { source },
+        })
+    };
+    let lock = image.map(acquire).transpose()?;
     Ok((open_or_create(config, image)?, lock))
 }
 

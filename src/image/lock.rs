@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
-use super::{io_err, refuse_special, ImageError};
+use super::{io_err, refuse_foreign, refuse_special, ImageError};
 
 /// Most symbolic links [`resolve`] follows (Linux's own limit).
 const MAX_LINKS: usize = 40;
@@ -61,9 +61,11 @@ pub struct ImageLock {
 impl ImageLock {
     /// Takes the lock of `image`, or fails at once with
     /// [`ImageError::Locked`] naming the holder. A directory or other
-    /// non-file is refused before any lock file is made beside it.
+    /// non-file, or a file that is no image, is refused before any lock
+    /// file is made beside it.
     pub fn acquire(image: &Path) -> Result<Self, ImageError> {
         refuse_special(image)?;
+        refuse_foreign(image)?;
         let path = beside(&resolve(image)?, ".lock");
         refuse_special(&path)?;
         let mut file = std::fs::OpenOptions::new()
@@ -111,7 +113,7 @@ mod tests {
     fn an_alias_through_a_symbolic_link_shares_the_lock() {
         let d = dir("alias");
         let real = d.join("drive.img");
-        std::fs::write(&real, b"image").expect("image");
+        std::fs::write(&real, super::super::MAGIC).expect("an image's first bytes");
         std::os::unix::fs::symlink("drive.img", d.join("alias.img")).expect("link to the file");
         std::os::unix::fs::symlink(&d, d.join("linked-dir")).expect("link to the directory");
         let _held = ImageLock::acquire(&real).expect("free");
