@@ -13,9 +13,9 @@ use duraflash::host::raid::{Array, Level, TrimPolicy};
 use duraflash::host::smart::Smart;
 use duraflash::host::BlockDevice;
 use duraflash::lab::plot::{LineChart, Series};
-use duraflash::trace::replay::{ReplayReport, ReplaySpec, Speed};
+use duraflash::trace::replay::{ReplayError, ReplayReport, ReplaySpec, Speed};
 use duraflash::trace::target::ReplayTarget;
-use duraflash::trace::{self, BlkAction, Format, ParseOptions, TraceReader};
+use duraflash::trace::{self, BlkAction, Format, ParseOptions, TraceError, TraceReader};
 use duraflash::{ByteSize, Drive};
 
 use super::output::{build, emit, with_progress, PlotDir, Provenance};
@@ -322,7 +322,10 @@ where
         let mut tick = |_records: u64| p(read.load(Ordering::Relaxed) as f64 / total.max(1) as f64);
         trace::replay::replay(dev, reader, spec, &mut tick)
     })
-    .map_err(|e| Failure::Run(format!("{path}: {e}")))
+    .map_err(|e| match e {
+        ReplayError::Trace(TraceError::Empty) => Failure::Usage(format!("{path}: {e}")),
+        e => Failure::Run(format!("{path}: {e}")),
+    })
 }
 
 /// Cumulative WAF and WAF between samples against host data written.

@@ -55,7 +55,7 @@ pub enum TraceError {
     #[error("cannot detect the trace format from its first {lines} lines (use --format msr|blkparse|fiu|spc)")]
     Undetected { lines: u64 },
     /// Nothing to detect a format from.
-    #[error("the trace is empty")]
+    #[error("the trace is empty (no line but blanks and comments)")]
     Empty,
 }
 
@@ -255,6 +255,8 @@ pub struct TraceReader {
     line: u64,
     /// Lines read during detection, replayed first: `(line number, raw)`.
     pending: VecDeque<(u64, Vec<u8>)>,
+    /// A line other than a blank or a comment was read.
+    content: bool,
     done: bool,
 }
 
@@ -286,6 +288,7 @@ impl TraceReader {
             parser: LineParser::Msr,
             line: 0,
             pending: VecDeque::new(),
+            content: false,
             done: false,
         };
         let format = match format {
@@ -325,7 +328,7 @@ impl TraceReader {
                 None => {}
             }
         }
-        if self.line == 0 {
+        if looked == 0 {
             return Err(TraceError::Empty);
         }
         Err(TraceError::Undetected { lines: self.line })
@@ -388,7 +391,8 @@ impl Iterator for TraceReader {
                     }
                     Ok(RawLine::Eof) => {
                         self.done = true;
-                        return None;
+                        // Nothing but blank and comment lines, in a format given.
+                        return (!self.content).then_some(Err(TraceError::Empty));
                     }
                     Err(source) => {
                         self.done = true;
@@ -403,6 +407,7 @@ impl Iterator for TraceReader {
             if text.is_empty() || text.starts_with('#') {
                 continue;
             }
+            self.content = true;
             match self.parser.parse(text) {
                 Ok(Parsed::Record { time, op, offset, len, content }) => {
                     return Some(Ok(TraceRecord { line, time, op, offset, len, content }))
@@ -483,6 +488,13 @@ mod tests {
         assert!(matches!(err, Err(TraceError::Undetected { lines: 2 })));
         let err = TraceReader::new(io::Cursor::new(Vec::new()), None, ParseOptions::default());
         assert!(matches!(err, Err(TraceError::Empty)));
+        // With the format given, the stream says so instead of ending at once.
+        for text in ["", "# a comment\n\n"] {
+            let input = io::Cursor::new(text.as_bytes().to_vec());
+            let mut r = TraceReader::new(input, Some(Format::Msr), ParseOptions::default()).unwrap();
+            assert!(matches!(r.next(), Some(Err(TraceError::Empty))), "{text:?}");
+            assert!(r.next().is_none());
+        }
     }
 
     #[test]
