@@ -104,6 +104,19 @@ impl JobFile {
                 Some(o) => WorkloadError::BadSpec(o.bad(reason).to_string()),
                 None => WorkloadError::BadSpec(reason),
             };
+            if let SizeSpec::Bytes(offset) = job.offset {
+                if offset.saturating_add(job.bs) > capacity {
+                    return Err(refused(
+                        Key::Offset,
+                        format!(
+                            "no {}-byte command fits from offset {offset} in the drive's {capacity} bytes (use a \
+                             smaller offset, a percentage such as offset=50%, or a larger --capacity)",
+                            job.bs
+                        ),
+                    )
+                    .in_job(&job.name));
+                }
+            }
             if let SizeSpec::Bytes(size) = job.size {
                 let start = job.region(capacity).start;
                 if start.saturating_add(size) > capacity {

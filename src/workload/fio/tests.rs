@@ -507,6 +507,13 @@ fn a_size_beyond_the_drive_is_an_error_not_a_clamp() {
     assert!(file.specs(1 << 30, 1).is_ok());
     let file = parse("[a]\nrw=write\nsize=512m\noffset=1m\n").unwrap();
     assert!(file.specs(512 << 20, 1).is_err(), "the offset counts");
+    // An offset past the end is named as given, not clamped and blamed on size.
+    let file = parse("[a]\nrw=write\nbs=8k\noffset=1g\nsize=1m\n").unwrap();
+    let e = file.specs(64 << 20, 1).unwrap_err().to_string();
+    assert!(e.contains("line 4: bad value '1g' for 'offset'") && e.contains("from offset 1073741824"), "{e}");
+    let last = parse("[a]\nrw=write\nbs=8k\noffset=64m\n").unwrap();
+    assert!(last.specs(64 << 20, 1).is_err(), "no command fits at the very end");
+    assert!(parse("[a]\nrw=write\nbs=8k\noffset=63m\n").unwrap().specs(64 << 20, 1).is_ok());
 }
 
 #[test]
