@@ -27,7 +27,7 @@ const QUICK: [&str; 14] = [
 
 #[test]
 fn bad_input_exits_2_with_one_line_naming_the_problem() {
-    let cases: [(&[&str], &str); 31] = [
+    let cases: [(&[&str], &str); 32] = [
         (&["wa", "--bogus"], "--bogus"),
         (&["wa", "--threads", "100000"], "--threads"),
         (&["wa", "--capacity", "12XB"], "--capacity"),
@@ -73,6 +73,7 @@ fn bad_input_exits_2_with_one_line_naming_the_problem() {
             ],
             "--zones 64 rows",
         ),
+        (&["wa", "--streams", "8", "--capacity", "64MiB"], "fewer streams (--streams"),
         (&["optimizer", "--preset", "sf2281-240g"], "--preset"),
         (&["sweep", "--smart", "--point", "0"], "--smart"),
     ];

@@ -96,7 +96,17 @@ impl DriveConfig {
             return Err(ConfigError::invalid("wear.static_spread", "must be at least 1 (or absent: off)"));
         }
         if self.placement.frontiers() > 1 && u64::from(self.reserve_blocks()) >= blocks {
-            return Err(ConfigError::invalid("placement", "its open and reserve blocks need the whole drive"));
+            return Err(ConfigError::invalid(
+                "placement",
+                format!(
+                    "the open blocks of {} write frontiers on {} dies and the GC's reserve take {} blocks, not fewer \
+                     than the drive's {blocks}: give fewer streams (--streams, placement.streams), no GC frontier \
+                     (--gc-frontier off, placement.gc_frontier) or a larger drive",
+                    self.placement.frontiers(),
+                    g.dies(),
+                    self.reserve_blocks()
+                ),
+            ));
         }
         let reserve = u64::from(self.reserve_blocks()) * g.block_bytes();
         // Each block may waste up to one unit of padding where a chunk does
