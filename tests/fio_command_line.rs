@@ -163,6 +163,8 @@ fn output_formats_and_files_go_where_fio_sends_them() {
         (&["--thinktime", "100"], "command line: --thinktime=100: unsupported fio option 'thinktime'"),
         (&["--output-format=json", "--output=/nonexistent/r.json"], "--output /nonexistent/r.json: "),
         (&[data("fio-compat.fio").as_str()], "not both"),
+        // Beside a job file, a key that is no fio option is named as a flag typo.
+        (&[data("fio-compat.fio").as_str(), "--compress-pct", "50"], "--compress-pct=50: neither a flag of run"),
     ] {
         let out = with(more);
         assert_eq!(out.status.code(), Some(2), "{more:?}: {}", stderr(&out));

@@ -79,6 +79,7 @@ impl Source {
     /// The job files `run` was given, each read only up to fio's cap, or
     /// the jobs its command line gave.
     fn of(args: &RunArgs) -> Result<Self, Failure> {
+        let unknown = args.fio_options.iter().find(|o| !fio::is_option(option_key(o)));
         match (args.jobs.first(), args.fio_options.is_empty()) {
             (Some(_), true) => {
                 let (mut text, mut starts) = (String::new(), Vec::new());
@@ -96,6 +97,11 @@ impl Source {
             (None, false) => fio::CommandLineJobs::new(&args.fio_options)
                 .map(Source::CommandLine)
                 .map_err(|e| Failure::Usage(format!("command line: {e}"))),
+            // With a job file, a key that is no fio option is a mistyped flag.
+            (Some(_), false) if unknown.is_some() => Err(Failure::Usage(format!(
+                "{}: neither a flag of run (see duraflash run --help) nor a fio job option duraflash implements",
+                Shown::new(unknown.map_or("", String::as_str))
+            ))),
             (Some(job), false) => Err(Failure::Usage(format!(
                 "{}: give the jobs in the job file or as fio options on the command line ({} ...), not both",
                 job.display(),
@@ -249,6 +255,12 @@ fn fio_outputs(args: &mut RunArgs) -> Result<(), Failure> {
         }
         (true, None, true) | (false, None, _) => Ok(()),
     }
+}
+
+/// The key of a fio option as [`split_fio_options`] passes it: `--key=value` or `--key`.
+fn option_key(option: &str) -> &str {
+    let body = option.trim_start_matches("--");
+    body.split_once('=').map_or(body, |(key, _)| key)
 }
 
 /// Whether two output paths name one file: the same path from the working
