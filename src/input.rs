@@ -56,9 +56,17 @@ impl fmt::Display for Shown<'_> {
 /// Why a file was not read.
 #[derive(Debug, Error)]
 pub enum ReadError {
-    /// Opening or reading failed, or the text is not UTF-8.
+    /// Opening or reading failed.
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    /// The bytes are not UTF-8 text from this line on.
+    #[error("line {line}: not UTF-8 text (is this a {what}?)")]
+    NotText {
+        /// What the file should be.
+        what: &'static str,
+        /// The line (from 1) of the first byte that is not text.
+        line: usize,
+    },
     /// The file holds more than its kind ever needs.
     #[error("more than the {} a {what} may hold", mib(*cap))]
     TooLarge {
@@ -86,7 +94,10 @@ fn mib(bytes: u64) -> String {
 /// memory.
 pub fn read_capped(path: &Path, cap: u64, what: &'static str) -> Result<String, ReadError> {
     let bytes = read_bytes_capped(path, cap, what)?;
-    String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e).into())
+    String::from_utf8(bytes).map_err(|e| {
+        let text = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        ReadError::NotText { what, line: text.iter().filter(|&&b| b == b'\n').count() + 1 }
+    })
 }
 
 /// The bytes of `path`, a `what`, as [`read_capped`] reads text: a file's
@@ -133,8 +144,11 @@ mod tests {
         assert_eq!(read_capped(&path, 5, "test file").unwrap(), "12345");
         let e = read_capped(&path, 4, "test file").unwrap_err();
         assert_eq!(e.to_string(), "more than the 4 bytes a test file may hold");
+        std::fs::write(&path, b"ok\nok\n\xff").unwrap();
+        let e = read_capped(&path, 8, "test file").unwrap_err();
+        assert!(matches!(e, ReadError::NotText { line: 3, .. }), "not UTF-8 from line 3: {e}");
+        assert_eq!(e.to_string(), "line 3: not UTF-8 text (is this a test file?)");
         std::fs::write(&path, [0xff, 0xfe]).unwrap();
-        assert!(matches!(read_capped(&path, 4, "test file"), Err(ReadError::Io(_))), "not UTF-8");
         assert_eq!(read_bytes_capped(&path, 2, "test file").unwrap(), [0xff, 0xfe], "bytes need not be text");
         assert!(matches!(read_bytes_capped(&path, 1, "test file"), Err(ReadError::TooLarge { cap: 1, .. })));
         if cfg!(target_os = "linux") {

@@ -91,6 +91,7 @@ impl CorpusError {
         match e {
             ReadError::Io(source) => CorpusError::Io { path: path.into(), source },
             e @ ReadError::TooLarge { .. } => CorpusError::TooLarge { path: path.into(), source: e },
+            e @ ReadError::NotText { .. } => CorpusError::Manifest { path: path.into(), reason: e.to_string() },
         }
     }
 }

@@ -187,6 +187,7 @@ fn size_suffixes_follow_fio_kb_base_1024() {
         assert_eq!((key.as_str(), line), ("bs", 2), "bs={text}: {reason}");
     }
     assert!(bad_value_line("[j]\nbs=4k,8k\n").2.contains("per-direction"));
+    assert!(bad_value_line("[j]\nbs=-4k\n").2.contains("cannot be negative"));
     assert!(bad_value_line("[j]\nbs=4k-16k\n").2.contains("ranges"));
     assert!(bad_value_line("[j]\nbs=0\n").2.contains("at least 1"));
 }

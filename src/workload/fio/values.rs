@@ -109,6 +109,9 @@ pub(super) fn parse_pct(s: &str) -> Result<u8, String> {
 }
 
 pub(super) fn parse_bs(s: &str) -> Result<u64, String> {
+    if s.starts_with('-') {
+        return Err("a block size cannot be negative".to_string());
+    }
     if s.contains([',', ':', '-', '/']) {
         return Err("per-direction block sizes and block size ranges are not supported; give one size".to_string());
     }
