@@ -126,7 +126,34 @@ pub fn sized(preset: &DriveConfig, size: &str, op: f64) -> Result<DriveConfig, S
     } else {
         size.parse::<ByteSize>().map_err(|e| StudyError::BadSpec(e.to_string()))?.0
     };
-    Ok(preset.scaled(bytes).and_then(|c| c.with_exact_op(op))?)
+    let build = |bytes: u64| preset.scaled(bytes).and_then(|c| c.with_exact_op(op));
+    build(bytes).map_err(|e| match smallest_mib(&build, bytes, preset.logical_bytes) {
+        Some(mib) => StudyError::BadSpec(format!("{e}; the smallest size that gives it is {mib}MiB")),
+        None => e.into(),
+    })
+}
+
+/// The smallest whole MiB above `too_small` bytes, up to `most`, that
+/// `build` accepts (larger drives have more blocks to work with).
+fn smallest_mib<T, E>(build: &dyn Fn(u64) -> Result<T, E>, too_small: u64, most: u64) -> Option<u64> {
+    const MIB: u64 = 1 << 20;
+    let fits = |mib: u64| build(mib * MIB).is_ok();
+    let (mut lo, mut hi) = (too_small / MIB, too_small / MIB + 1);
+    while !fits(hi) {
+        if hi >= most / MIB {
+            return None;
+        }
+        (lo, hi) = (hi, hi.saturating_mul(2).min(most / MIB));
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Some(hi)
 }
 
 /// Measures one point on a drive built from `base` (GC set to greedy)
@@ -224,6 +251,11 @@ mod tests {
         let err = sized(&preset, "3xyz", 0.07).unwrap_err().to_string();
         assert!(err.contains("xyz"), "{err}");
         assert!(sized(&preset, "100TiB", 0.07).is_err(), "presets only scale down");
+        // Too small for the OP with whole blocks: the message names the smallest that works.
+        let err = sized(&preset, "128MiB", 0.07).unwrap_err().to_string();
+        let mib: u64 = err.split("gives it is ").nth(1).and_then(|m| m.strip_suffix("MiB")?.parse().ok()).unwrap();
+        assert!(sized(&preset, &format!("{mib}MiB"), 0.07).is_ok(), "{err}");
+        assert!(sized(&preset, &format!("{}MiB", mib - 1), 0.07).is_err(), "{err}");
     }
 
     #[test]
