@@ -198,9 +198,21 @@ impl NandArray {
         Ok(())
     }
 
+    /// Bytes [`NandArray::write_image`] writes for an array of `geometry`:
+    /// three counters, then two words a block.
+    pub fn image_bytes(geometry: &Geometry) -> u64 {
+        24 + 8 * u64::from(geometry.total_blocks())
+    }
+
     /// Reads what [`NandArray::write_image`] wrote for an array of
-    /// `geometry`, checking every block's page count.
-    pub fn read_image(geometry: &Geometry, r: &mut dyn std::io::Read) -> Result<Self, String> {
+    /// `geometry` from `len` bytes, checking the length before the array is
+    /// built (a config that claims more blocks than the image holds is
+    /// refused, not allocated) and every block's page count.
+    pub fn read_image(geometry: &Geometry, len: u64, r: &mut dyn std::io::Read) -> Result<Self, String> {
+        let want = Self::image_bytes(geometry);
+        if len != want {
+            return Err(format!("{len} bytes, where {} blocks take {want}", geometry.total_blocks()));
+        }
         let mut nand = NandArray::new(geometry);
         let mut word = [0u8; 8];
         let mut next = |r: &mut dyn std::io::Read| -> Result<u64, String> {

@@ -226,6 +226,32 @@ fn damaged_images_are_refused_naming_the_damage() {
     assert!(err(&long).contains("4 unexpected bytes"));
 }
 
+/// A config section that claims far more blocks than the image holds,
+/// with its checksum recomputed (a deliberate edit, not damage): refused
+/// before the NAND table is built for it, not an allocation abort.
+#[test]
+fn a_config_that_claims_more_blocks_than_the_image_holds_is_refused() {
+    let good = saved_image();
+    let len = u64::from_le_bytes(good[16..24].try_into().unwrap()) as usize;
+    let conf = String::from_utf8(good[56..56 + len].to_vec()).unwrap();
+    let per_die = conf.split("\"blocks_per_die\":").nth(1).unwrap().split([',', '}']).next().unwrap().to_string();
+    // Twice the blocks (the NAND section is too short for them), more than
+    // the machine's memory, more than a chunk extent can address.
+    let twice = (per_die.parse::<u64>().unwrap() * 2).to_string();
+    for claim in [twice.as_str(), "4000000", "130000000"] {
+        let edited = conf.replacen(&format!("\"blocks_per_die\":{per_die}"), &format!("\"blocks_per_die\":{claim}"), 1);
+        assert_ne!(edited, conf);
+        let mut bytes = good[..12].to_vec();
+        bytes.extend(b"CONF");
+        bytes.extend((edited.len() as u64).to_le_bytes());
+        bytes.extend(blake3::hash(edited.as_bytes()).as_bytes());
+        bytes.extend(edited.as_bytes());
+        bytes.extend(&good[56 + len..]);
+        let e = load_bytes(&bytes, "claims.img").expect_err("more blocks than the image holds").to_string();
+        assert!(e.contains("section NAND") || e.contains("config:"), "{claim} blocks a die: {e}");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(64),

@@ -133,16 +133,23 @@ fn recency_table(config: &DriveConfig) -> Option<RecencyTable> {
 }
 
 impl Drive {
+    /// Whether the tables of a drive of `config` could be allocated on this
+    /// machine (its memory and swap, or `ulimit -v`): checked before any is.
+    fn fits_in_memory(config: &DriveConfig) -> Result<(), ConfigError> {
+        match memory::MemoryLimit::installed() {
+            Some(limit) => {
+                memory::MemoryEstimate::at_build(config).check(&limit).map_err(|e| ConfigError::TooLarge(e.to_string()))
+            }
+            None => Ok(()),
+        }
+    }
+
     /// A secure-erased drive built from a validated `config`. Refuses one
     /// whose tables could never be allocated on this machine
     /// ([`ConfigError::TooLarge`]) rather than aborting on the allocation.
     pub fn new(config: DriveConfig) -> Result<Self, ConfigError> {
         config.validate()?;
-        if let Some(limit) = memory::MemoryLimit::installed() {
-            memory::MemoryEstimate::at_build(&config)
-                .check(&limit)
-                .map_err(|e| ConfigError::TooLarge(e.to_string()))?;
-        }
+        Self::fits_in_memory(&config)?;
         // Live chunks never exceed the units (each has a reference), plus
         // the one placed before the chunk it replaces is freed.
         let chunks = config.logical_units() as usize + COMMIT_SLICE_UNITS;

@@ -114,9 +114,11 @@ impl Drive {
         let mut r = ImageReader::open(path)?;
         let config: DriveConfig = r.json_section(*b"CONF")?;
         config.validate().map_err(|e| ImageError::Inconsistent(format!("config: {e}")))?;
+        // Refused before any section's tables are built for it, as Drive::new would refuse it.
+        Drive::fits_in_memory(&config).map_err(|e| ImageError::Inconsistent(format!("config: {e}")))?;
         r.json_section::<ImageSummary>(*b"STAT")?;
         let geometry = config.geometry.clone();
-        let nand = r.section(*b"NAND", |rd| NandArray::read_image(&geometry, rd))?;
+        let nand = r.section(*b"NAND", |rd| NandArray::read_image(&geometry, rd.left(), rd))?;
         let space: Space = r.postcard_section(*b"SPAC")?;
         let unit = config.unit_bytes as usize;
         let (chunks, bytes) =
