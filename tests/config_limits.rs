@@ -242,6 +242,12 @@ fn every_timing_field_over_its_physical_bound_is_refused_naming_the_field() {
             usage_error(&duraflash(&["run", &job, "--config", path.to_str().unwrap()]), &format!("timing.{field}"));
         }
     }
+    // A command without firmware time would let a time_based TRIM job spin
+    // with the clock standing still.
+    let line = toml.lines().find(|l| l.starts_with("command_service_ns = ")).unwrap();
+    let path = dir.join("instant.toml");
+    std::fs::write(&path, toml.replace(line, "command_service_ns = 0")).unwrap();
+    usage_error(&duraflash(&["run", &job, "--config", path.to_str().unwrap()]), "timing.command_service_ns");
     // At every bound a run's clock adds up: 1 s per command at QD 1.
     let most = [("program_ns", "1000000000"), ("erase_ns", "1000000000"), ("command_latency_ns", "1000000000")];
     let mut text = toml.clone();
