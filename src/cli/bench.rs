@@ -245,14 +245,9 @@ fn soak_image(path: &Path) -> Result<ImageLock, Failure> {
     if path.metadata().is_ok_and(|m| !m.is_file()) {
         return Err(usage("not a regular file (soak writes its scratch drive to a new file)"));
     }
-    let exists = || usage("already exists (soak would overwrite it with its scratch drive): give a new path");
-    // Checked before the lock (no lock file beside a user's file) and after it.
-    if path.symlink_metadata().is_ok() {
-        return Err(exists());
-    }
     let lock = ImageLock::acquire(path).map_err(|source| image_failure(ResumeError::Locked { source }))?;
     if path.symlink_metadata().is_ok() {
-        return Err(exists());
+        return Err(usage("already exists (soak would overwrite it with its scratch drive): give a new path"));
     }
     Ok(lock)
 }
