@@ -179,7 +179,7 @@ impl DriveConfig {
                 ),
             ));
         }
-        let logical = capacity - capacity % u64::from(self.unit_bytes);
+        let logical = capacity - capacity.checked_rem(u64::from(self.unit_bytes)).unwrap_or(capacity);
         if logical == 0 {
             return Err(ConfigError::invalid(
                 "capacity",
@@ -189,7 +189,7 @@ impl DriveConfig {
         let op = self.data_op();
         let mut cfg = self.clone();
         cfg.logical_bytes = logical;
-        let page = u64::from(self.geometry.page_bytes);
+        let page = u64::from(self.geometry.page_bytes.max(1));
         cfg.map_cache_bytes = self.map_cache_bytes.map(|b| {
             let scaled = (b as f64 * logical as f64 / self.logical_bytes as f64) as u64;
             scaled.div_ceil(page).max(1) * page
@@ -213,7 +213,11 @@ impl DriveConfig {
         let bytes = self.geometry.physical_bytes();
         let mut cfg = self.clone();
         cfg.geometry.pages_per_block = pages_per_block;
-        let per_die = bytes.div_ceil(cfg.geometry.block_bytes() * u64::from(cfg.geometry.dies()));
+        // An unvalidated geometry may have no dies or empty pages.
+        let stripe = cfg.geometry.block_bytes().checked_mul(u64::from(cfg.geometry.dies())).filter(|&s| s > 0);
+        let per_die = bytes.div_ceil(
+            stripe.ok_or_else(|| ConfigError::invalid("geometry", "no dies, empty pages, or too large to count"))?,
+        );
         cfg.geometry.blocks_per_die = u32::try_from(per_die)
             .map_err(|_| ConfigError::invalid("geometry.pages_per_block", "too small for this drive"))?;
         Ok(cfg)
@@ -327,7 +331,7 @@ impl DriveConfig {
         if !self.firmware.degrades_reads() {
             return None;
         }
-        self.map_cache_bytes.map(|b| (b / u64::from(self.geometry.page_bytes)) as usize)
+        self.map_cache_bytes.map(|b| (b / u64::from(self.geometry.page_bytes.max(1))) as usize)
     }
 
     /// Page reads one command may have in flight (`None`: no limit); only
@@ -430,6 +434,24 @@ fn field_at(text: &str, at: usize) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A config deserialized without validation (its fields are public) is
+    /// refused by the builders, not divided by zero.
+    #[test]
+    fn builders_refuse_an_unvalidated_empty_geometry() {
+        let sf = DriveConfig::preset("sf2281-240g").unwrap();
+        let with = |edit: fn(&mut DriveConfig)| {
+            let mut c = sf.clone();
+            edit(&mut c);
+            c
+        };
+        assert!(with(|c| c.unit_bytes = 0).scaled(1 << 20).is_err());
+        assert!(with(|c| c.geometry.page_bytes = 0).scaled(1 << 20).is_err());
+        assert!(with(|c| c.geometry.channels = 0).with_pages_per_block(4).is_err());
+        assert!(with(|c| c.geometry.page_bytes = 0).with_pages_per_block(4).is_err());
+        let pages = with(|c| c.geometry.page_bytes = 0).map_cache_pages();
+        assert!(pages.is_none() || pages == sf.map_cache_bytes.map(|b| b as usize), "pages of no bytes count as one");
+    }
 
     #[test]
     fn presets_validate_and_have_documented_shapes() {

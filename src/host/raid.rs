@@ -182,12 +182,19 @@ impl Layout {
                 return Err(RaidError::Members { level, members, need });
             }
         };
-        if stripe_bytes == 0 || !stripe_bytes.is_multiple_of(unit_bytes.max(SECTOR_BYTES)) {
+        if stripe_bytes == 0
+            || !stripe_bytes.is_multiple_of(unit_bytes.max(SECTOR_BYTES))
+            || !stripe_bytes.is_multiple_of(SECTOR_BYTES)
+        {
             return Err(RaidError::Stripe { stripe: stripe_bytes, unit: unit_bytes });
         }
         let rows = member_bytes / stripe_bytes;
         if rows == 0 {
             return Err(RaidError::TooSmall { member_bytes, stripe: stripe_bytes });
+        }
+        // The array's sectors must be countable (more members than any host has).
+        if (columns as u64).checked_mul(member_bytes / SECTOR_BYTES).is_none() {
+            return Err(RaidError::Members { level, members, need: "a size in sectors that fits 64 bits" });
         }
         Ok(Layout { level, stripe: stripe_bytes / SECTOR_BYTES, columns, copies, rows })
     }
@@ -466,6 +473,10 @@ mod tests {
         assert!(matches!(Layout::new(Level::Raid0, 2, 6 << 10, mb, 4096), Err(RaidError::Stripe { .. })));
         assert!(matches!(Layout::new(Level::Raid0, 2, 0, mb, 4096), Err(RaidError::Stripe { .. })));
         assert!(matches!(Layout::new(Level::Raid1, 2, 128 << 10, 4096, 4096), Err(RaidError::TooSmall { .. })));
+        // A unit of 768 bytes does not make a 768-byte stripe whole sectors.
+        assert!(matches!(Layout::new(Level::Raid0, 2, 768, mb, 768), Err(RaidError::Stripe { .. })));
+        let uncountable = Layout::new(Level::Raid0, usize::MAX, 4096, 1 << 30, 4096);
+        assert!(matches!(uncountable, Err(RaidError::Members { .. })), "sectors would wrap");
     }
 
     #[test]

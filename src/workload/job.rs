@@ -403,11 +403,13 @@ impl<'a> Running<'a> {
         }
     }
 
-    /// How far the job has come toward its limit (1 or more: done).
+    /// How far the job has come toward its limit (1 or more: done; a limit
+    /// of nothing is done before it starts).
     fn fraction(&self) -> f64 {
         match self.spec.limit {
-            Limit::Ops(n) => self.ops as f64 / n.max(1) as f64,
-            Limit::Bytes(n) => self.bytes as f64 / n.max(1) as f64,
+            Limit::Ops(0) | Limit::Bytes(0) => 1.0,
+            Limit::Ops(n) => self.ops as f64 / n as f64,
+            Limit::Bytes(n) => self.bytes as f64 / n as f64,
             Limit::Time(t) => {
                 self.queue.finished_at().0.saturating_sub(self.queue.started_at().0) as f64 / t.max(1) as f64
             }
@@ -569,19 +571,24 @@ impl DirResult {
 }
 
 /// A job that writes the whole drive once, sequentially, at queue depth
-/// `iodepth` with `bs` commands: the usual precondition.
+/// `iodepth` with `bs` commands: the usual precondition. A `bs` of 0 gives
+/// a spec that running refuses ([`JobSpec::validate`]).
 pub fn fill_spec(capacity_bytes: u64, bs: u64, iodepth: u32, data: DataSpec, seed: u64) -> JobSpec {
+    let whole = capacity_bytes - capacity_bytes.checked_rem(bs).unwrap_or(0);
     JobSpec {
         name: "fill".into(),
         rw: Rw::Write,
         bs,
         iodepth,
         offset: 0,
-        length: capacity_bytes - capacity_bytes % bs,
-        limit: Limit::Bytes(capacity_bytes - capacity_bytes % bs),
+        length: whole,
+        limit: Limit::Bytes(whole),
         rwmixread: 0,
         distribution: Distribution::Random,
         data,
         seed,
     }
 }
+
+#[cfg(test)]
+mod tests;
