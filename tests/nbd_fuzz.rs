@@ -15,23 +15,27 @@ use duraflash::{Drive, DriveConfig};
 
 const SIZE: u64 = 64 << 20;
 
-/// One server for the whole run, listening on an ephemeral port.
+/// A server of its own, listening on an ephemeral port.
+fn new_server() -> (Arc<Server>, u16) {
+    let config = DriveConfig::preset("sf2281-240g").and_then(|c| c.scaled(SIZE)).expect("preset");
+    let export = ExportConfig { name: "duraflash".into(), description: "fuzz".into(), queue_depth: 32 };
+    let server = Arc::new(Server::new(Drive::new(config).expect("drive"), export));
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let s = Arc::clone(&server);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let _ = s.spawn(stream);
+        }
+    });
+    (server, port)
+}
+
+/// One server for the fuzzed sessions of the whole run. They write
+/// anywhere on it, so a test that reads back what it wrote takes its own.
 fn server() -> &'static (Arc<Server>, u16) {
     static SERVER: OnceLock<(Arc<Server>, u16)> = OnceLock::new();
-    SERVER.get_or_init(|| {
-        let config = DriveConfig::preset("sf2281-240g").and_then(|c| c.scaled(SIZE)).expect("preset");
-        let export = ExportConfig { name: "duraflash".into(), description: "fuzz".into(), queue_depth: 32 };
-        let server = Arc::new(Server::new(Drive::new(config).expect("drive"), export));
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = listener.local_addr().expect("addr").port();
-        let s = Arc::clone(&server);
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let _ = s.spawn(stream);
-            }
-        });
-        (server, port)
-    })
+    SERVER.get_or_init(new_server)
 }
 
 /// A minimal, correct client: `NBD_OPT_GO`, then simple replies.
@@ -253,8 +257,8 @@ proptest! {
 
 #[test]
 fn malformed_requests_get_errors_and_the_connection_carries_on() {
-    let (_, port) = server();
-    let mut c = Client::connect(*port);
+    let (_server, port) = new_server();
+    let mut c = Client::connect(port);
     assert_eq!(c.request(1, SIZE - 512, &[1u8; 1024], 1024), Errno::ENOSPC.0, "write past the end");
     assert_eq!(c.request(0, u64::MAX - 8, &[], 512), Errno::EINVAL.0, "offset overflow");
     assert_eq!(
