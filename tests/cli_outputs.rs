@@ -123,6 +123,11 @@ fn an_image_path_that_holds_no_image_is_refused_and_left_alone() {
     refused(&["image", "info", d], "not a regular file");
     refused(&["image", "info", j], &format!("{j}: not a duraflash drive image"));
     assert!(std::fs::read_to_string(&job).unwrap().starts_with("[j]"), "the job file changed");
+    // An empty file, as mktemp makes, holds no drive yet: the run saves one there.
+    let empty = dir.join("sub").join("empty.img");
+    std::fs::write(&empty, b"").unwrap();
+    assert!(duraflash(&[&run[..], &["--image", empty.to_str().unwrap()]].concat()).status.success());
+    assert!(duraflash(&["image", "info", empty.to_str().unwrap()]).status.success(), "a drive was saved there");
     let mut left: Vec<String> =
         std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     left.sort();

@@ -62,10 +62,11 @@ impl ResumeError {
 }
 
 /// The drive `config` describes, or the one saved in `image` when that
-/// file exists; then `config` must describe the same drive.
+/// file exists and holds anything (an empty file, such as `mktemp` makes,
+/// holds no drive yet); then `config` must describe the same drive.
 pub fn open_or_create(config: DriveConfig, image: Option<&Path>) -> Result<Drive, ResumeError> {
     match image {
-        Some(path) if path.exists() => {
+        Some(path) if path.metadata().is_ok_and(|m| !(m.is_file() && m.len() == 0)) => {
             let drive = Drive::load(path).map_err(|source| ResumeError::Load { path: path.into(), source })?;
             let fields = config_diff(drive.config(), &config);
             if !fields.is_empty() {
@@ -123,7 +124,13 @@ mod tests {
         assert!(e.is_usage() && matches!(&e, ResumeError::Mismatch { fields, .. } if fields == &["seed"]), "{e}");
         assert!(e.to_string().contains("image holds a different drive: the drive flags differ in seed"), "{e}");
         std::fs::write(&path, b"garbage").unwrap();
-        assert!(!open_or_create(cfg, Some(&path)).unwrap_err().is_usage());
+        assert!(!open_or_create(cfg.clone(), Some(&path)).unwrap_err().is_usage());
+        std::fs::write(&path, b"").unwrap();
+        assert_eq!(
+            open_or_create(cfg.clone(), Some(&path)).unwrap().config(),
+            &cfg,
+            "an empty file holds no drive yet"
+        );
         let _ = std::fs::remove_file(&path);
     }
 }
