@@ -263,12 +263,11 @@ fn option_key(option: &str) -> &str {
     body.split_once('=').map_or(body, |(key, _)| key)
 }
 
-/// Whether two output paths name one file: the same path from the working
-/// directory, or, for files that exist, the same file by any path.
+/// Whether two output paths name one file, symbolic links resolved as
+/// `check_output` resolves them (a file not made yet by its directory).
 fn same_file(a: &Path, b: &Path) -> bool {
-    let full = |p: &Path| std::path::absolute(p).ok();
-    let real = |p: &Path| std::fs::canonicalize(p).ok();
-    a != Path::new("-") && (full(a) == full(b) || real(a).is_some_and(|r| Some(r) == real(b)))
+    let resolved = |p: &Path| duraflash::image::resolve(p).unwrap_or_else(|_| p.to_path_buf());
+    a != Path::new("-") && resolved(a) == resolved(b)
 }
 
 /// fio's command-line options that only say how fio shows its progress.

@@ -355,26 +355,32 @@ impl DriveOverrides {
             o.capacity = Some(Capacity::Bytes(cap));
             o.build_any_size(default_capacity).is_ok_and(|(c, _)| c.data_op() <= MAX_OP)
         };
-        let mib = 1u64 << 20;
-        let most = self.base().ok()?.logical_bytes / mib;
-        let (mut lo, mut hi) = (too_small / mib, too_small / mib + 1);
-        while !fits(hi * mib) {
-            if hi >= most {
-                return None;
-            }
-            lo = hi;
-            hi = hi.saturating_mul(2).min(most);
-        }
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if fits(mid * mib) {
-                hi = mid;
-            } else {
-                lo = mid;
-            }
-        }
-        Some(hi)
+        smallest_mib(fits, too_small, self.base().ok()?.logical_bytes)
     }
+}
+
+/// The smallest capacity in whole MiB above `too_small` bytes, and at most
+/// `most` bytes, that `fits`, found by doubling then bisection (larger
+/// drives have more blocks to work with); `None` if none up to `most` does.
+pub fn smallest_mib(fits: impl Fn(u64) -> bool, too_small: u64, most: u64) -> Option<u64> {
+    const MIB: u64 = 1 << 20;
+    let most = most / MIB;
+    let (mut lo, mut hi) = (too_small / MIB, too_small / MIB + 1);
+    while !fits(hi * MIB) {
+        if hi >= most {
+            return None;
+        }
+        (lo, hi) = (hi, hi.saturating_mul(2).min(most));
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid * MIB) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Some(hi)
 }
 
 /// The `--op` values, in percent to a tenth, that [`DriveConfig::with_op`]

@@ -182,10 +182,8 @@ impl Layout {
                 return Err(RaidError::Members { level, members, need });
             }
         };
-        if stripe_bytes == 0
-            || !stripe_bytes.is_multiple_of(unit_bytes.max(SECTOR_BYTES))
-            || !stripe_bytes.is_multiple_of(SECTOR_BYTES)
-        {
+        // Whole mapping units and whole sectors (a unit need not be whole sectors).
+        if stripe_bytes == 0 || [unit_bytes.max(1), SECTOR_BYTES].iter().any(|&m| !stripe_bytes.is_multiple_of(m)) {
             return Err(RaidError::Stripe { stripe: stripe_bytes, unit: unit_bytes });
         }
         let rows = member_bytes / stripe_bytes;

@@ -11,6 +11,7 @@
 
 use serde::Serialize;
 
+use crate::config::overrides::smallest_mib;
 use crate::config::{DriveConfig, GcPolicy, Media};
 use crate::content::pattern::DataSpec;
 use crate::device::{Drive, Footprint};
@@ -127,33 +128,10 @@ pub fn sized(preset: &DriveConfig, size: &str, op: f64) -> Result<DriveConfig, S
         size.parse::<ByteSize>().map_err(|e| StudyError::BadSpec(e.to_string()))?.0
     };
     let build = |bytes: u64| preset.scaled(bytes).and_then(|c| c.with_exact_op(op));
-    build(bytes).map_err(|e| match smallest_mib(&build, bytes, preset.logical_bytes) {
+    build(bytes).map_err(|e| match smallest_mib(|b| build(b).is_ok(), bytes, preset.logical_bytes) {
         Some(mib) => StudyError::BadSpec(format!("{e}; the smallest size that gives it is {mib}MiB")),
         None => e.into(),
     })
-}
-
-/// The smallest whole MiB above `too_small` bytes, up to `most`, that
-/// `build` accepts (larger drives have more blocks to work with).
-fn smallest_mib<T, E>(build: &dyn Fn(u64) -> Result<T, E>, too_small: u64, most: u64) -> Option<u64> {
-    const MIB: u64 = 1 << 20;
-    let fits = |mib: u64| build(mib * MIB).is_ok();
-    let (mut lo, mut hi) = (too_small / MIB, too_small / MIB + 1);
-    while !fits(hi) {
-        if hi >= most / MIB {
-            return None;
-        }
-        (lo, hi) = (hi, hi.saturating_mul(2).min(most / MIB));
-    }
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        if fits(mid) {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-    }
-    Some(hi)
 }
 
 /// Measures one point on a drive built from `base` (GC set to greedy)
