@@ -195,9 +195,10 @@ fn ignored_options_warn_once_and_the_command_line_beats_the_drive_section() {
     let out = duraflash(&["run", job.to_str().unwrap(), "--capacity", "128MiB", "--quiet", "--json", "-"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
-    for key in ["norandommap", "randrepeat=0", "thread=1"] {
+    for key in ["randrepeat=0", "thread=1"] {
         assert_eq!(err.matches(key).count(), 1, "one warning for {key}: {err}");
     }
+    assert!(!err.contains("norandommap"), "norandommap is implemented, no warning: {err}");
     assert!(err.contains("line 2: [drive] capacity=64MiB is overridden by --capacity"), "{err}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["config"]["logical_bytes"], 128u64 << 20);
@@ -441,6 +442,10 @@ fn ramp_time_runs_a_warm_up_that_counts_in_no_figure() {
             "--iodepth=32",
             "--runtime=2s",
             "--time_based",
+            // Offsets drawn independently: with fio's random map the pass
+            // after the warm-up starts with every block still live, and
+            // its GC stalls (325 ms) run the last batch past the band.
+            "--norandommap",
             "--output-format=json",
             &format!("--ramp_time={ramp}"),
         ]);

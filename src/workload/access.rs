@@ -23,6 +23,10 @@ use crate::workload::WorkloadError;
 pub enum Access {
     /// Every slot equally likely.
     Uniform,
+    /// Every slot once per pass over the slots, in a seeded random order
+    /// that changes from pass to pass: fio's random map, its default for
+    /// uniform random I/O.
+    Shuffled,
     /// Zipf-distributed popularity with exponent `theta`, popular slots
     /// scattered over the drive.
     Zipf(f64),
@@ -140,8 +144,14 @@ impl Rw {
 /// How random offsets are drawn (fio `random_distribution=`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Distribution {
-    /// Uniform.
+    /// Uniform, each draw independent of the last (fio's `norandommap`):
+    /// some offsets come twice in a pass over the region, others not at
+    /// all. The studies' random writes.
     Random,
+    /// Uniform without repeats (fio's default random map): each pass over
+    /// the region touches every offset once, in a seeded random order (the
+    /// order is ours; fio's comes from its tausworthe generator and map).
+    Shuffled,
     /// Zipf with this theta (finite, > 0, != 1).
     Zipf(f64),
     /// Pareto with this power h, in (0, 1).
@@ -160,6 +170,7 @@ impl From<Distribution> for Access {
     fn from(d: Distribution) -> Self {
         match d {
             Distribution::Random => Access::Uniform,
+            Distribution::Shuffled => Access::Shuffled,
             Distribution::Zipf(theta) => Access::Zipf(theta),
             Distribution::Pareto(h) => Access::Pareto(h),
             Distribution::HotCold { hot, writes } => Access::HotCold { hot, writes },
@@ -178,6 +189,7 @@ pub struct SlotStream {
 #[derive(Clone, Debug)]
 enum Kind {
     Uniform,
+    Shuffled(Shuffle),
     Zipf(Zipf<f64>),
     Sequential(u64),
     Pareto(f64),
@@ -198,6 +210,59 @@ fn scatter(rank: u64, slots: u64) -> u64 {
     ((u128::from(rank) * SCATTER) % u128::from(slots)) as u64
 }
 
+/// A pass-by-pass random permutation of `0..slots` in constant memory: a
+/// four-round Feistel network on the smallest even number of bits that
+/// holds every slot, walking the cycle past values out of range (Black and
+/// Rogaway, "Ciphers with Arbitrary Finite Domains", CT-RSA 2002). Each
+/// pass draws new round keys.
+#[derive(Clone, Debug)]
+struct Shuffle {
+    slots: u64,
+    /// Bits of each Feistel half.
+    half: u32,
+    keys: [u64; 4],
+    /// Position in the current pass; `slots` when a pass is due.
+    index: u64,
+}
+
+impl Shuffle {
+    fn new(slots: u64) -> Self {
+        let bits = (u64::BITS - slots.saturating_sub(1).leading_zeros()).max(2);
+        Shuffle { slots, half: bits.div_ceil(2), keys: [0; 4], index: slots }
+    }
+
+    fn next(&mut self, rng: &mut ChaCha8Rng) -> u64 {
+        if self.index == self.slots {
+            self.keys = rng.random();
+            self.index = 0;
+        }
+        let mut x = self.permute(self.index);
+        while x >= self.slots {
+            x = self.permute(x);
+        }
+        self.index += 1;
+        x
+    }
+
+    /// The Feistel permutation of `0..2^(2 x half)`.
+    fn permute(&self, x: u64) -> u64 {
+        let mask = (1u64 << self.half) - 1;
+        let (mut left, mut right) = (x >> self.half, x & mask);
+        for key in self.keys {
+            (left, right) = (right, left ^ (mix(right ^ key) & mask));
+        }
+        (left << self.half) | right
+    }
+}
+
+/// SplitMix64's finaliser: every input bit moves every output bit.
+fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 impl SlotStream {
     /// A stream over `slots` slots (at least one).
     pub fn new(access: Access, slots: u64, seed: u64) -> Result<Self, WorkloadError> {
@@ -205,6 +270,7 @@ impl SlotStream {
         access.check_slots(slots).map_err(bad)?;
         let kind = match access {
             Access::Uniform => Kind::Uniform,
+            Access::Shuffled => Kind::Shuffled(Shuffle::new(slots)),
             Access::Sequential => Kind::Sequential(0),
             Access::Zipf(theta) => Kind::Zipf(Zipf::new(slots as f64, theta).map_err(|e| bad(format!("zipf: {e}")))?),
             Access::Pareto(h) => {
@@ -226,6 +292,7 @@ impl SlotStream {
     pub fn next_slot(&mut self) -> u64 {
         match &mut self.kind {
             Kind::Uniform => self.rng.random_range(0..self.slots),
+            Kind::Shuffled(shuffle) => shuffle.next(&mut self.rng),
             Kind::Sequential(next) => {
                 let s = *next;
                 *next = (s + 1) % self.slots;
@@ -302,9 +369,41 @@ mod tests {
     }
 
     #[test]
+    fn shuffled_streams_touch_every_slot_once_a_pass_in_a_new_order() {
+        for slots in [1u64, 2, 3, 4, 5, 7, 64, 1000, 1025, 4099] {
+            let mut s = SlotStream::new(Access::Shuffled, slots, 11).unwrap();
+            let mut passes = Vec::new();
+            for _ in 0..3 {
+                let pass: Vec<u64> = (0..slots).map(|_| s.next_slot()).collect();
+                let mut sorted = pass.clone();
+                sorted.sort_unstable();
+                assert_eq!(sorted, (0..slots).collect::<Vec<_>>(), "{slots} slots: each once a pass");
+                passes.push(pass);
+            }
+            if slots >= 64 {
+                assert_ne!(passes[0], passes[1], "{slots} slots: a new order each pass");
+                // Not the identity, nor a stride: few slots keep their place
+                // and neighbours are scattered.
+                let fixed = passes[0].iter().enumerate().filter(|&(i, &x)| i as u64 == x).count();
+                assert!(fixed < 8, "{slots} slots: {fixed} fixed points");
+                let near = passes[0].windows(2).filter(|w| w[0].abs_diff(w[1]) == 1).count();
+                assert!(near < 8, "{slots} slots: {near} neighbours in a row");
+            }
+        }
+        // Uniform draws, by contrast, repeat: about 1/e of the slots stay
+        // untouched after one pass's worth.
+        let mut u = SlotStream::new(Access::Uniform, 10_000, 11).unwrap();
+        let mut seen = vec![false; 10_000];
+        (0..10_000).for_each(|_| seen[u.next_slot() as usize] = true);
+        let untouched = seen.iter().filter(|&&x| !x).count();
+        assert!((3400..3950).contains(&untouched), "{untouched}");
+    }
+
+    #[test]
     fn streams_are_deterministic_and_in_range() {
         for access in [
             Access::Uniform,
+            Access::Shuffled,
             Access::Zipf(1.1),
             Access::Sequential,
             Access::Pareto(0.2),

@@ -12,7 +12,7 @@ use crate::workload::job::{GroupMemory, JobSpec, Limit};
 use crate::workload::WorkloadError;
 
 use super::parse::Key;
-use super::{FioError, Job, JobFile, SizeSpec, MAX_DRIVE_PASSES};
+use super::{Distribution, FioError, Job, JobFile, SizeSpec, MAX_DRIVE_PASSES};
 
 /// The `[drive]` keys [`JobFile::apply_drive`] knows.
 pub const DRIVE_KEYS: &[&str] = &["preset", "capacity", "seed", "op", "gc", "media", "compression", "dedup"];
@@ -44,13 +44,23 @@ impl Job {
     pub fn to_spec(&self, capacity: u64, seed: u64) -> Result<JobSpec, WorkloadError> {
         let region = self.region(capacity);
         let length = region.end - region.start;
-        let bytes = self.io_size.unwrap_or(length);
+        // Without io_size a job makes one pass: the whole blocks of its
+        // region (fio: size=1m with bs=6k is 170 commands); io_size counts
+        // bytes, as many passes as they take, the last command crossing it.
+        let bytes = self.io_size.unwrap_or(length / self.bs * self.bs);
+        let loops = u64::from(self.loops);
         let limit = match (self.runtime_ns, self.time_based, self.number_ios) {
             (Some(t), true, _) => Limit::Time(t),
             // fio's number_ios only stops a job early (HOWTO: "this does
             // not extend the amount of I/O that will be done").
-            (_, _, Some(n)) => Limit::Ops(n.min(bytes.div_ceil(self.bs))),
-            _ => Limit::Bytes(bytes),
+            (_, _, Some(n)) => Limit::Ops(n.min(bytes.div_ceil(self.bs)).saturating_mul(loops)),
+            _ => Limit::Bytes(bytes.saturating_mul(loops)),
+        };
+        // fio keeps a random map for uniform random I/O unless norandommap
+        // (init.c: any other distribution turns it off).
+        let distribution = match self.distribution {
+            Distribution::Random if !self.norandommap => Distribution::Shuffled,
+            other => other,
         };
         let data = DataSpec::new(self.compress_pct, self.compress_chunk as usize, self.dedupe_pct)
             .map_err(|e| WorkloadError::from(e).in_job(&self.name))?;
@@ -63,7 +73,7 @@ impl Job {
             length,
             limit,
             rwmixread: self.rwmixread,
-            distribution: self.distribution,
+            distribution,
             data,
             seed: self.randseed.unwrap_or(seed),
         })
@@ -131,12 +141,20 @@ impl JobFile {
                 }
             }
             let most = capacity.saturating_mul(MAX_DRIVE_PASSES);
-            if let Some(bytes) = job.io_size.filter(|&b| b > most) {
+            let region = job.region(capacity);
+            let once = job.io_size.unwrap_or(region.end - region.start);
+            let bytes = once.saturating_mul(u64::from(job.loops));
+            if bytes > most && !job.time_based {
+                // Blame io_size when it alone is too much, else loops.
+                let (key, what) = match job.io_size {
+                    Some(_) if once > most => (Key::IoSize, String::new()),
+                    _ => (Key::Loops, format!(" ({} x {} loops)", ByteSize(once), job.loops)),
+                };
                 return Err(refused(
-                    Key::IoSize,
+                    key,
                     format!(
-                        "{} of I/O is more than {MAX_DRIVE_PASSES} passes over the drive's {} (at most {}); a \
-                         simulated command costs wall time",
+                        "{}{what} of I/O is more than {MAX_DRIVE_PASSES} passes over the drive's {} (at most {}); \
+                         a simulated command costs wall time",
                         ByteSize(bytes),
                         ByteSize(capacity),
                         ByteSize(most)

@@ -89,7 +89,9 @@
 //! | `startdelay` | [`Job::timing`] (a time; no range) | 0 | Time related parameters |
 //! | `rate_iops`, `rate` | [`Job::timing`] (per direction: `r[,w[,t]]`, as `bs` in fio; bytes/s for `rate`) | no limit | I/O rate |
 //! | `ioengine`, `filename`, `direct` | recorded, no effect on the model | | |
-//! | [`IGNORED_KEYS`] (`norandommap`, `randrepeat`, `thread`, ...) | accepted with one [`FioWarning`] each | | |
+//! | `loops` | [`Job::loops`] | 1 | Threads, processes and job synchronization |
+//! | `norandommap` | [`Job::norandommap`] | false (a random map: each pass touches every block once) | I/O type |
+//! | [`IGNORED_KEYS`] (`randrepeat`, `thread`, ...) | accepted with one [`FioWarning`] each | | |
 //!
 //! fio behaviour kept from init.c `fixup_options` and the option callbacks:
 //! `rwmixread` and `rwmixwrite` set each other (100 - x), so the later line
@@ -111,11 +113,16 @@
 //! `name=` in `[global]` is accepted with a warning and names no job: fio
 //! (init.c `get_new_job`) names every job after its section header.
 //!
-//! Checks that are stricter than fio: `time_based` without a `runtime` is an
-//! error (fio warns and drops `time_based`). A byte `size` smaller than `bs`
+//! As in fio (init.c `fixup_options`), `time_based` without a `runtime`
+//! warns and is dropped: the job runs by size. A job without `io_size`
+//! makes one pass over the whole blocks of its region; `loops` repeats
+//! its passes, `io_size` or `number_ios`.
+//!
+//! Checks that are stricter than fio: a byte `size` smaller than `bs`
 //! is an error (as in fio). Duplicate job section names in one file are
-//! errors (fio allows them). An `io_size` of more than [`MAX_DRIVE_PASSES`] passes over
-//! the drive is an error (fio runs it at the drive's speed), and so is a
+//! errors (fio allows them). I/O of more than [`MAX_DRIVE_PASSES`] passes over
+//! the drive (`io_size`, or the region, times `loops`) is an error (fio runs
+//! it at the drive's speed), and so is a
 //! line longer than [`MAX_LINE_BYTES`] (fio splits it).
 //!
 //! Not supported, and rejected with an error: per-direction or ranged block
@@ -213,6 +220,8 @@ pub const SUPPORTED_KEYS: &[&str] = &[
     "startdelay",
     "rate_iops",
     "rate",
+    "loops",
+    "norandommap",
 ];
 
 /// fio options that mean nothing for a simulated drive, each with why:
@@ -233,7 +242,6 @@ pub const IGNORED_KEYS: &[(&str, &str)] = &[
     ("fdatasync", "the drive has no volatile write cache"),
     ("end_fsync", "the drive has no volatile write cache"),
     ("fsync_on_close", "the drive has no volatile write cache"),
-    ("norandommap", "random offsets are always drawn without a map"),
     ("randrepeat", "every run is repeatable: offsets and data come from the seed"),
     ("thread", "every job is simulated in one process"),
     ("lockmem", "buffers are not host memory"),
@@ -441,6 +449,14 @@ pub struct Job {
     pub runtime_ns: Option<u64>,
     /// Keep looping over the region until `runtime` expires.
     pub time_based: bool,
+    /// `loops`: the job's I/O this many times over (1 or more): its
+    /// passes, its `io_size` or its `number_ios` (fio repeats the job).
+    pub loops: u32,
+    /// `norandommap`: uniform random offsets drawn independently, so some
+    /// come twice in a pass and others not at all. Without it (fio's
+    /// default) a pass touches every block once; fio also turns the map
+    /// off for every other `random_distribution`.
+    pub norandommap: bool,
     /// Bytes of I/O to issue (may exceed the region); `None` when unset or 0.
     pub io_size: Option<u64>,
     /// Stop after this many I/Os; `None` when unset or 0. As in fio it

@@ -51,7 +51,7 @@ pub fn parse_files(text: &str, starts: &[usize]) -> Result<JobFile, FioError> {
     for (index, raw) in text.lines().enumerate() {
         let line = index + 1;
         if starts.contains(&line) {
-            finish(std::mem::replace(&mut section, Section::None), &mut jobs, &mut names)?;
+            finish(std::mem::replace(&mut section, Section::None), &mut jobs, &mut names, &mut warnings)?;
             (global, file) = (Builder::default(), file + 1);
             global_options.clear();
             names.clear();
@@ -65,7 +65,7 @@ pub fn parse_files(text: &str, starts: &[usize]) -> Result<JobFile, FioError> {
             continue;
         }
         if content.starts_with('[') {
-            finish(std::mem::replace(&mut section, Section::None), &mut jobs, &mut names)?;
+            finish(std::mem::replace(&mut section, Section::None), &mut jobs, &mut names, &mut warnings)?;
             section = match section_name(content, line)? {
                 "global" => Section::Global,
                 "drive" => Section::Drive,
@@ -123,7 +123,7 @@ pub fn parse_files(text: &str, starts: &[usize]) -> Result<JobFile, FioError> {
             },
         }
     }
-    finish(section, &mut jobs, &mut names)?;
+    finish(section, &mut jobs, &mut names, &mut warnings)?;
     if jobs.is_empty() {
         return Err(FioError::NoJobs);
     }
@@ -140,11 +140,17 @@ enum Section {
 
 /// Finalise the job section `section` (if it is one) and append it;
 /// `names` holds the header line of each job's name so far.
-fn finish(section: Section, jobs: &mut Vec<Job>, names: &mut HashMap<String, usize>) -> Result<(), FioError> {
+fn finish(
+    section: Section,
+    jobs: &mut Vec<Job>,
+    names: &mut HashMap<String, usize>,
+    warnings: &mut Vec<FioWarning>,
+) -> Result<(), FioError> {
     let Section::Job { name, line, builder } = section else {
         return Ok(());
     };
-    let job = builder.build(name, line)?;
+    let (job, warning) = builder.build(name, line)?;
+    warnings.extend(warning.filter(|w| !warnings.iter().any(|seen| seen.key == w.key && seen.line == w.line)));
     if let Some(&first_line) = names.get(&job.name) {
         return Err(FioError::DuplicateJob { name: job.name, line, first_line });
     }
@@ -217,6 +223,8 @@ pub(super) enum Key {
     StartDelay,
     RateIops,
     Rate,
+    Loops,
+    NoRandomMap,
     /// One of [`IGNORED_KEYS`] without a field.
     Ignored,
 }
@@ -256,6 +264,8 @@ impl Key {
             "startdelay" => Key::StartDelay,
             "rate_iops" => Key::RateIops,
             "rate" => Key::Rate,
+            "loops" => Key::Loops,
+            "norandommap" => Key::NoRandomMap,
             k if IGNORED_KEYS.iter().any(|(i, _)| *i == k) => Key::Ignored,
             _ => return None,
         })
@@ -285,6 +295,8 @@ impl Default for Builder {
                 offset: SizeSpec::Bytes(0),
                 runtime_ns: None,
                 time_based: false,
+                loops: 1,
+                norandommap: false,
                 io_size: None,
                 number_ios: None,
                 rwmixread: 50,
@@ -333,6 +345,13 @@ impl Builder {
         match canon {
             Key::TimeBased => job.time_based = parse_flag(value).map_err(bad)?,
             Key::Stonewall => job.stonewall = parse_flag(value).map_err(bad)?,
+            Key::NoRandomMap => job.norandommap = parse_flag(value).map_err(bad)?,
+            Key::Loops => {
+                job.loops = match parse_int(required()?).map_err(bad)? {
+                    n @ 1..=0xFFFF_FFFF => n as u32,
+                    _ => return Err(bad("loops must be 1 or more (up to 4294967295)".into())),
+                }
+            }
             Key::GroupReporting => job.group_reporting = parse_flag(value).map_err(bad)?,
             Key::RefillBuffers => {
                 job.refill_buffers = parse_flag(value).map_err(bad)?;
@@ -389,16 +408,23 @@ impl Builder {
         Ok(())
     }
 
-    /// Resolve implied settings and cross-option checks into the final job.
-    fn build(self, section: String, line: usize) -> Result<Job, FioError> {
+    /// Resolve implied settings and cross-option checks into the final job,
+    /// with a warning where fio drops a setting rather than failing.
+    fn build(self, section: String, line: usize) -> Result<(Job, Option<FioWarning>), FioError> {
         let Builder { mut job, name, refill_explicit, origins } = self;
         // Every non-default value has an origin; fall back to the header line.
         let bad_at = |k: Key, reason: String| match origins.get(&k) {
             Some(o) => o.bad(reason),
             None => FioError::BadValue { key: format!("{k:?}"), value: String::new(), line, reason },
         };
+        let mut warning = None;
         if job.time_based && job.runtime_ns.is_none() {
-            return Err(bad_at(Key::TimeBased, "time_based requires a non-zero runtime".to_string()));
+            // fio (init.c fixup_options): "time_based requires a
+            // runtime/timeout setting", and the job runs by size.
+            job.time_based = false;
+            let (value, at) = origins.get(&Key::TimeBased).map_or((String::new(), line), |o| (o.value.clone(), o.line));
+            let reason = "time_based needs a non-zero runtime: as in fio, the job runs by its size".to_string();
+            warning = Some(FioWarning { key: "time_based".to_string(), value, line: at, reason });
         }
         let t = &mut job.timing;
         if t.rate_iops.iter().any(|&r| r > 0) && t.rate_bytes.iter().any(|&r| r > 0) {
@@ -435,6 +461,6 @@ impl Builder {
         job.line = line;
         job.set_at = origins.into_values().collect();
         job.set_at.sort_by_key(|o| o.line);
-        Ok(job)
+        Ok((job, warning))
     }
 }

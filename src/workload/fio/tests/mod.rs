@@ -120,6 +120,8 @@ fn defaults_match_fio() {
         offset: SizeSpec::Bytes(0),
         runtime_ns: None,
         time_based: false,
+        loops: 1,
+        norandommap: false,
         io_size: None,
         number_ios: None,
         rwmixread: 50,
@@ -294,12 +296,12 @@ fn zoned_distribution_is_the_two_zone_hot_cold_workload() {
 
 #[test]
 fn ignored_options_parse_with_one_warning_each_and_record_what_was_written() {
-    let file = parse("[global]\nnorandommap\nthread=1\n[a]\nnorandommap\nrw=write\n[b]\n").unwrap();
+    let file = parse("[global]\nrandrepeat\nthread=1\n[a]\nrandrepeat\nrw=write\n[b]\n").unwrap();
     let keys: Vec<(&str, usize)> = file.warnings.iter().map(|w| (w.key.as_str(), w.line)).collect();
-    assert_eq!(keys, [("norandommap", 2), ("thread", 3)]);
+    assert_eq!(keys, [("randrepeat", 2), ("thread", 3)]);
     assert_eq!(file.warnings[1].to_string().split(':').next(), Some("line 3"));
-    assert_eq!(file.global_options, [("norandommap".to_string(), String::new()), ("thread".into(), "1".into())]);
-    assert_eq!(file.jobs[0].options, [("norandommap".to_string(), String::new()), ("rw".into(), "write".into())]);
+    assert_eq!(file.global_options, [("randrepeat".to_string(), String::new()), ("thread".into(), "1".into())]);
+    assert_eq!(file.jobs[0].options, [("randrepeat".to_string(), String::new()), ("rw".into(), "write".into())]);
     assert!(file.jobs[1].options.is_empty(), "a job's options are its own lines, as fio's 'job options'");
 }
 
@@ -381,6 +383,51 @@ fn number_ios_never_extends_a_job_and_io_size_is_bounded_by_drive_passes() {
     assert_eq!(limit(&format!("{j}io_size={most}\n")).unwrap(), Limit::Bytes(most));
     let e = limit(&format!("[global]\nio_limit={}\n{j}", most + 1)).unwrap_err().to_string();
     assert!(e.contains("line 2: bad value") && e.contains("'io_limit'") && e.contains("1000 passes"), "{e}");
+}
+
+/// The I/O a job makes, as fio 3.33 with `ioengine=null` counts it
+/// (`fio --name=j --ioengine=null ... --output-format=json`, total_ios).
+#[test]
+fn a_job_makes_fios_passes_and_loops_repeat_them() {
+    let limit = |text: &str| parse(text).unwrap().specs(64 << 20, 1).map(|s| s[0].limit);
+    // One pass: the whole blocks of the region (fio: 170 and 1 commands).
+    assert_eq!(limit("[j]\nrw=write\nbs=6k\nsize=1m\n").unwrap(), Limit::Bytes(170 * 6144));
+    assert_eq!(limit("[j]\nrw=randwrite\nbs=4k\nsize=6k\n").unwrap(), Limit::Bytes(4096));
+    // loops repeats the passes (fio: 48), io_size (5: 20k, the last command
+    // crossing it) and number_ios (15).
+    assert_eq!(limit("[j]\nrw=randwrite\nsize=64k\nloops=3\n").unwrap(), Limit::Bytes(3 * 65536));
+    assert_eq!(limit("[j]\nrw=write\nsize=1m\nio_size=10k\nloops=2\n").unwrap(), Limit::Bytes(20480));
+    assert_eq!(limit("[j]\nrw=write\nsize=64k\nnumber_ios=5\nloops=3\n").unwrap(), Limit::Ops(15));
+    assert_eq!(limit("[j]\nsize=1m\nruntime=2\ntime_based\nloops=9\n").unwrap(), Limit::Time(2_000_000_000));
+    // loops counts toward the bound on passes over the drive, and is
+    // named when it is what crosses it.
+    let most = MAX_DRIVE_PASSES;
+    assert_eq!(limit(&format!("[j]\nloops={most}\n")).unwrap(), Limit::Bytes((64 << 20) * most));
+    let e = limit(&format!("[j]\nsize=32m\nloops={}\n", 2 * most + 1)).unwrap_err().to_string();
+    assert!(e.contains("line 3") && e.contains("'loops'") && e.contains("1000 passes"), "{e}");
+}
+
+#[test]
+fn uniform_random_jobs_keep_fios_random_map_unless_norandommap() {
+    let dist = |text: &str| parse(text).unwrap().specs(64 << 20, 1).unwrap()[0].distribution;
+    assert_eq!(dist("[j]\nrw=randwrite\n"), Distribution::Shuffled);
+    assert_eq!(dist("[j]\nrw=randwrite\nnorandommap\n"), Distribution::Random);
+    assert_eq!(dist("[global]\nnorandommap=1\n[j]\nrw=randrw\n"), Distribution::Random);
+    assert_eq!(dist("[j]\nrw=randwrite\nnorandommap=0\n"), Distribution::Shuffled);
+    // fio turns the map off for every other distribution.
+    assert_eq!(dist("[j]\nrw=randwrite\nrandom_distribution=zipf:1.2\n"), Distribution::Zipf(1.2));
+}
+
+#[test]
+fn time_based_without_a_runtime_warns_and_runs_by_size_as_in_fio() {
+    for text in ["[j]\ntime_based\nsize=1m\n", "[global]\ntime_based\n[j]\nruntime=0\nsize=1m\n[k]\nsize=1m\n"] {
+        let file = parse(text).unwrap();
+        assert!(file.jobs.iter().all(|j| !j.time_based), "{text:?}");
+        let w: Vec<String> = file.warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(w.len(), 1, "one warning for the line, however many jobs it reaches: {w:?}");
+        assert!(w[0].starts_with("line 2: time_based: ") && w[0].contains("runs by its size"), "{w:?}");
+        assert_eq!(file.specs(64 << 20, 1).unwrap()[0].limit, Limit::Bytes(1 << 20));
+    }
 }
 
 #[test]
