@@ -301,5 +301,16 @@ fn compare_names_a_file_that_is_not_a_report() {
     assert!(stderr.contains(bad.to_str().unwrap()) && stderr.contains("not a reproduce results.json"), "{stderr}");
     let o = duraflash(&["compare", dir.join("missing").to_str().unwrap(), bad.to_str().unwrap()], None);
     assert_eq!(o.status.code(), Some(2));
+    // A report given as its directory is read from its results.json, and
+    // --json there is refused before anything is read or written.
+    let other = scratch("compare-other");
+    std::fs::create_dir_all(&other).unwrap();
+    let o =
+        duraflash(&["compare", dir.to_str().unwrap(), other.to_str().unwrap(), "--json", bad.to_str().unwrap()], None);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--json") && stderr.contains("is also the report compared"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&bad).unwrap(), "{\"parts\": [", "the report is untouched");
     std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&other).unwrap();
 }

@@ -12,7 +12,7 @@ use duraflash::image::ImageLock;
 use duraflash::lab::soak;
 use duraflash::Drive;
 
-use super::output::{emit, progress_bar, with_phases, PlotDir};
+use super::output::{emit, progress_bar, with_phases, PlotDir, Provenance};
 use super::{image_failure, DriveArgs, Failure, Output, Reads};
 
 #[derive(Args)]
@@ -234,7 +234,14 @@ pub(crate) fn soak(args: SoakArgs) -> Result<(), Failure> {
         report.stats.waf,
         report.stats.gc_victims
     );
-    emit(&args.out, &summary, &report, &[])
+    #[derive(Serialize)]
+    struct SoakOutput<'a> {
+        #[serde(flatten)]
+        provenance: Provenance<'a>,
+        #[serde(flatten)]
+        report: &'a soak::SoakReport,
+    }
+    emit(&args.out, &summary, &SoakOutput { provenance: Provenance::new(&cfg), report: &report }, &[])
 }
 
 /// The lock of `--image` for soak, which writes a scratch drive there: a

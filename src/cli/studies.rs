@@ -480,12 +480,15 @@ const MAX_REPORT_BYTES: u64 = 64 << 20;
 /// `duraflash compare`: exit status 1 when a row changes verdict.
 pub(crate) fn compare(args: CompareArgs) -> Result<(), Failure> {
     use duraflash::lab::report::{Comparison, Report};
-    let runs: Vec<(&str, Option<&Path>)> = args.runs.iter().map(|p| ("report compared", Some(p.as_path()))).collect();
+    // A run given as its directory is read from its results.json, so that
+    // is the file an output must not overwrite.
+    let files: Vec<PathBuf> =
+        args.runs.iter().map(|p| if p.is_dir() { p.join("results.json") } else { p.clone() }).collect();
+    let runs: Vec<(&str, Option<&Path>)> = files.iter().map(|p| ("report compared", Some(p.as_path()))).collect();
     args.out.start(&runs)?;
     let mut reports: Vec<(String, Report)> = Vec::new();
-    for path in &args.runs {
-        let file = if path.is_dir() { path.join("results.json") } else { path.clone() };
-        let text = duraflash::input::read_capped(&file, MAX_REPORT_BYTES, "reproduce results.json")
+    for (path, file) in args.runs.iter().zip(&files) {
+        let text = duraflash::input::read_capped(file, MAX_REPORT_BYTES, "reproduce results.json")
             .map_err(|e| Failure::Usage(format!("{}: {e}", file.display())))?;
         let report = serde_json::from_str(&text)
             .map_err(|e| Failure::Usage(format!("{}: not a reproduce results.json ({e})", file.display())))?;
