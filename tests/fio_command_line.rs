@@ -292,3 +292,74 @@ fn json_plus_carries_fios_latency_bins() {
         }
     }
 }
+
+/// Commands and bytes a job makes, per direction (read, write), from a
+/// fio JSON.
+fn counts(json: &serde_json::Value) -> [(u64, u64); 2] {
+    let dir = |d: &str| {
+        let v = &json["jobs"][0][d];
+        (v["total_ios"].as_u64().unwrap(), v["io_bytes"].as_u64().unwrap())
+    };
+    [dir("read"), dir("write")]
+}
+
+/// How much I/O a job makes, and where: what fio 3.33 does with
+/// `--ioengine=null` (the counts below are its, and real fio is run too
+/// where installed), and fio's random map, which touches every block once
+/// a pass unless `--norandommap`.
+#[test]
+fn a_job_makes_the_io_fio_makes_and_keeps_fios_random_map() {
+    let cases: &[(&[&str], [(u64, u64); 2])] = &[
+        (&["--name=j", "--rw=write", "--bs=6k", "--size=1m"], [(0, 0), (170, 1_044_480)]),
+        (&["--name=j", "--rw=write", "--bs=4k", "--size=6k"], [(0, 0), (1, 4096)]),
+        (&["--name=j", "--rw=randwrite", "--bs=4k", "--size=64k", "--loops=3"], [(0, 0), (48, 196_608)]),
+        (&["--name=j", "--rw=write", "--bs=4k", "--size=1m", "--io_size=10k", "--loops=2"], [(0, 0), (5, 20480)]),
+        (&["--name=j", "--rw=write", "--bs=4k", "--size=64k", "--number_ios=5", "--loops=3"], [(0, 0), (15, 61440)]),
+        (&["--name=j", "--rw=randwrite", "--bs=6k", "--size=1m", "--io_size=2m"], [(0, 0), (342, 2_101_248)]),
+    ];
+    for (args, fio_counts) in cases {
+        let (_, value) = ours("counts.json", args);
+        assert_eq!(counts(&value), *fio_counts, "{args:?}");
+        if tools::have("fio", "fio") {
+            let json = temp("counts-fio.json");
+            let out = Command::new("fio")
+                .current_dir(std::env::temp_dir())
+                .args(["--ioengine=null", "--output-format=json", &format!("--output={}", json.display())])
+                .args(*args)
+                .output()
+                .expect("fio runs");
+            assert!(out.status.success(), "fio {args:?}: {}", stderr(&out));
+            let theirs: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+            assert_eq!(counts(&theirs), *fio_counts, "real fio, {args:?}");
+            std::fs::remove_file(json).unwrap();
+        }
+    }
+    // The random map: one pass of 4 KiB random writes over 16 MiB maps all
+    // 4096 blocks; drawn independently, about 1 - 1/e of them.
+    let mapped = |extra: &[&str]| {
+        let mut args = vec!["--name=j", "--rw=randwrite", "--bs=4k", "--size=16m"];
+        args.extend(extra);
+        let (_, value) = ours("map.json", &args);
+        assert_eq!(counts(&value)[1].0, 4096, "{args:?}");
+        value["drive"]["mapped_units"].as_u64().unwrap()
+    };
+    assert_eq!(mapped(&[]), 4096);
+    let independent = mapped(&["--norandommap"]);
+    assert!((2500..2700).contains(&independent), "{independent} of 4096 mapped, 1 - 1/e is 2589");
+    // time_based without a runtime warns and runs by size, as fio does.
+    let out = duraflash(&[
+        "run",
+        "--capacity",
+        "64MiB",
+        "--quiet",
+        "--output-format=json",
+        "--name=j",
+        "--rw=write",
+        "--size=1m",
+        "--time_based",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("time_based needs a non-zero runtime"), "{}", stderr(&out));
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(counts(&value)[1], (256, 1 << 20));
+}
