@@ -218,7 +218,26 @@ fn one_line(text: &str) -> String {
     line
 }
 
+/// One glibc malloc arena for the whole process. The drive's write path
+/// runs on whichever rayon worker the pipeline schedules it on, and with
+/// an arena per thread each chunk's bytes come from the arena of the
+/// thread that stored it: freed in one, wanted again in another, so a
+/// 1 GiB drive of memory media peaked at 2.1 GB resident instead of 1.1
+/// in some runs (`run --capacity 1GiB --name=f --rw=write --bs=1m
+/// --name=r --stonewall --rw=randwrite --numjobs=4 --iodepth=32`), past
+/// the memory estimate. One arena holds it at 1.1 GB and ran no slower.
+fn one_malloc_arena() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a tunable of glibc's allocator; it is
+    // called first thing in main, before any thread is started.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
+
 fn main() -> ExitCode {
+    one_malloc_arena();
     // fio's job options on `run`'s command line, as fio takes them.
     let (args, fio_options) = fio::split_fio_options(std::env::args_os().collect(), &Cli::command());
     let cli = match Cli::try_parse_from(args) {
