@@ -293,9 +293,11 @@ fn json_plus_carries_fios_latency_bins() {
     }
 }
 
-/// Commands and bytes a job makes, per direction (read, write), from a
-/// fio JSON.
-fn counts(json: &serde_json::Value) -> [(u64, u64); 2] {
+/// Commands and bytes a job makes, per direction (read, write).
+type Counts = [(u64, u64); 2];
+
+/// The [`Counts`] of a fio JSON's first job.
+fn counts(json: &serde_json::Value) -> Counts {
     let dir = |d: &str| {
         let v = &json["jobs"][0][d];
         (v["total_ios"].as_u64().unwrap(), v["io_bytes"].as_u64().unwrap())
@@ -309,7 +311,7 @@ fn counts(json: &serde_json::Value) -> [(u64, u64); 2] {
 /// a pass unless `--norandommap`.
 #[test]
 fn a_job_makes_the_io_fio_makes_and_keeps_fios_random_map() {
-    let cases: &[(&[&str], [(u64, u64); 2])] = &[
+    let cases: &[(&[&str], Counts)] = &[
         (&["--name=j", "--rw=write", "--bs=6k", "--size=1m"], [(0, 0), (170, 1_044_480)]),
         (&["--name=j", "--rw=write", "--bs=4k", "--size=6k"], [(0, 0), (1, 4096)]),
         (&["--name=j", "--rw=randwrite", "--bs=4k", "--size=64k", "--loops=3"], [(0, 0), (48, 196_608)]),
@@ -362,4 +364,42 @@ fn a_job_makes_the_io_fio_makes_and_keeps_fios_random_map() {
     assert!(stderr(&out).contains("time_based needs a non-zero runtime"), "{}", stderr(&out));
     let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(counts(&value)[1], (256, 1 << 20));
+}
+
+/// `job options` as fio writes them: in the order given, an option given
+/// twice listed twice (a reader keeps the last), bare flags left out; and
+/// `description=` as the job's `desc`.
+#[test]
+fn job_options_keep_fios_order_and_leave_out_bare_flags() {
+    let file = temp("options.fio");
+    let text = "[global]\nbs=4k\ndescription=all\n[j]\nrw=write\nsize=1m\ntime_based\nruntime=1\n\
+                norandommap\ndescription=hello\nsize=2m\n[k]\nrw=read\nsize=1m\n";
+    std::fs::write(&file, text).unwrap();
+    let out = duraflash(&["run", file.to_str().unwrap(), "--capacity", "64MiB", "--quiet", "--output-format=json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let raw = String::from_utf8(out.stdout).unwrap();
+    // serde_json's Value sorts keys, so the order is read from the text.
+    let options = |raw: &str, job: usize| -> Vec<String> {
+        let at = raw.match_indices("\"job options\"").nth(job).expect("job options").0;
+        let body = &raw[at..at + raw[at..].find('}').unwrap()];
+        body.split('"').skip(3).step_by(4).map(str::to_string).collect()
+    };
+    assert_eq!(options(&raw, 0), ["rw", "size", "runtime", "description", "size"]);
+    let v: serde_json::Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(v["jobs"][0]["job options"]["size"], "2m");
+    assert_eq!((v["jobs"][0]["desc"].as_str(), v["jobs"][1]["desc"].as_str()), (Some("hello"), Some("all")));
+    if tools::have("fio", "fio") {
+        let out = Command::new("fio")
+            .current_dir(std::env::temp_dir())
+            .args(["--ioengine=null", "--output-format=json", file.to_str().unwrap()])
+            .output()
+            .expect("fio runs");
+        let theirs = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(options(&theirs, 0), options(&raw, 0), "fio's order");
+        assert_eq!(options(&theirs, 1), options(&raw, 1));
+        let t: serde_json::Value = serde_json::from_str(&theirs[theirs.find('{').unwrap()..]).unwrap();
+        assert_eq!(t["jobs"][0]["desc"], v["jobs"][0]["desc"]);
+        assert_eq!(t["jobs"][1]["desc"], v["jobs"][1]["desc"]);
+    }
+    std::fs::remove_file(file).unwrap();
 }

@@ -7,8 +7,6 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use std::collections::BTreeMap;
-
 use duraflash::host::smart::Smart;
 use duraflash::input::{read_capped, Shown};
 use duraflash::workload::access::Rw;
@@ -16,7 +14,7 @@ use duraflash::workload::fio;
 use duraflash::workload::job::{run_fio_group, JobResult, JobSpec};
 use duraflash::Lpn;
 
-use super::fio_json::{group_agg, FioJob, FioOutput};
+use super::fio_json::{group_agg, FioJob, FioOptions, FioOutput};
 use super::fio_text::{self, JobLine};
 use super::output::{emit, with_progress, Provenance};
 use super::{open_drive, save_image, DriveArgs, Failure, Output, Reads};
@@ -339,10 +337,6 @@ pub(crate) fn split_fio_options(args: Vec<OsString>, cli: &clap::Command) -> (Ve
     (kept, fio)
 }
 
-fn options(written: &[(String, String)]) -> BTreeMap<String, String> {
-    written.iter().cloned().collect()
-}
-
 /// The stream hints of a group's regions while it runs: each job's region
 /// (in units of `unit` bytes) carries its `write_hint`. Jobs of one group
 /// whose regions overlap must agree, since an LBA carries one stream.
@@ -479,12 +473,16 @@ pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
         }
     }
     save_image(&drive, args.image.as_deref())?;
+    let global = FioOptions::of(&file.global_options);
     let jobs: Vec<FioJob> = results
         .iter()
         .map(|(group, job, _, r)| {
             let agg = group_agg(results.iter().filter(|(g, ..)| g == group).map(|(.., r)| r));
             let iodepth = file.jobs[*job].iodepth;
-            FioJob::new(r, *group, iodepth, options(&file.jobs[*job].options), agg, plus)
+            let own = FioOptions::of(&file.jobs[*job].options);
+            // fio's `desc`: the job's description=, else [global]'s.
+            let desc = own.get("description").or(global.get("description")).map(str::to_string);
+            FioJob::new(r, *group, iodepth, own, desc, agg, plus)
         })
         .collect();
     let lines: Vec<JobLine> = file
@@ -525,7 +523,7 @@ pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
     let out = FioOutput {
         provenance: Provenance::new(&cfg),
         fio_version: "duraflash-fio-compat",
-        global_options: options(&file.global_options),
+        global_options: global,
         jobs,
         drive: s,
     };

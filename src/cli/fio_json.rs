@@ -6,8 +6,6 @@
 //! page faults. The top-level `time` and `timestamp` are left out: the
 //! same seed and config give the same JSON.
 
-use std::collections::BTreeMap;
-
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
@@ -94,7 +92,10 @@ pub(crate) struct FioJob {
     /// Simulated ns (ours; fio has only whole seconds).
     pub(super) elapsed_ns: u64,
     #[serde(rename = "job options")]
-    pub(super) job_options: BTreeMap<String, String>,
+    pub(super) job_options: FioOptions,
+    /// `description=`, as fio's `desc`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) desc: Option<String>,
     pub(super) read: FioDir,
     pub(super) write: FioDir,
     pub(super) trim: FioDir,
@@ -117,6 +118,34 @@ pub(crate) struct FioJob {
     pub(super) latency_window: u64,
 }
 
+/// A section's options as fio's JSON lists them: in the order written,
+/// an option given twice twice (a JSON reader keeps the last, the value
+/// that counts), and a flag given without a value (`time_based`) left
+/// out, as fio leaves it out.
+pub(crate) struct FioOptions(Vec<(String, String)>);
+
+impl FioOptions {
+    pub(crate) fn of(written: &[(String, String)]) -> Self {
+        FioOptions(written.iter().filter(|(_, v)| !v.is_empty()).cloned().collect())
+    }
+
+    /// The value that counts for `key` (the last given), if any.
+    pub(crate) fn get(&self, key: &str) -> Option<&str> {
+        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+}
+
+impl Serialize for FioOptions {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
 #[derive(Serialize)]
 pub(crate) struct FioOutput<'a> {
     #[serde(flatten)]
@@ -124,7 +153,7 @@ pub(crate) struct FioOutput<'a> {
     #[serde(rename = "fio version")]
     pub(crate) fio_version: &'static str,
     #[serde(rename = "global options")]
-    pub(crate) global_options: BTreeMap<String, String>,
+    pub(crate) global_options: FioOptions,
     pub(crate) jobs: Vec<FioJob>,
     pub(crate) drive: Stats,
 }
@@ -199,7 +228,8 @@ impl FioJob {
         r: &JobResult,
         groupid: u32,
         iodepth: u32,
-        options: BTreeMap<String, String>,
+        options: FioOptions,
+        desc: Option<String>,
         agg: [u64; 3],
         plus: bool,
     ) -> Self {
@@ -230,6 +260,7 @@ impl FioJob {
             elapsed: r.elapsed_ns.div_ceil(1_000_000_000),
             elapsed_ns: r.elapsed_ns,
             job_options: options,
+            desc,
             read: dir(0, &r.read),
             write: dir(1, &r.write),
             trim: dir(2, &r.trim),
