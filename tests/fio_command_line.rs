@@ -403,3 +403,59 @@ fn job_options_keep_fios_order_and_leave_out_bare_flags() {
     }
     std::fs::remove_file(file).unwrap();
 }
+
+/// fio's latency percentile options: `percentile_list` picks the
+/// percentiles (their keys and the text's decimals as fio's),
+/// `lat_percentiles=1` adds them to `lat_ns`, `clat_percentiles=0` takes
+/// them from `clat_ns`.
+#[test]
+fn percentile_options_pick_the_percentiles_fio_reports() {
+    let job = ["--name=j", "--rw=randwrite", "--bs=4k", "--size=16m", "--iodepth=8", "--number_ios=2000"];
+    let keys = |v: &serde_json::Value, lat: &str| -> Option<Vec<String>> {
+        let p = v["jobs"][0]["write"][lat]["percentile"].as_object()?;
+        Some(p.keys().cloned().collect())
+    };
+    let both = |extra: &[&str]| {
+        let mut args: Vec<&str> = job.to_vec();
+        args.extend(extra);
+        let mut run = vec!["run", "--capacity", "64MiB", "--quiet", "--output-format=json"];
+        run.extend(&args);
+        let out = duraflash(&run);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        let ours: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let theirs = tools::have("fio", "fio").then(|| {
+            let json = temp("pct-fio.json");
+            let out = Command::new("fio")
+                .current_dir(std::env::temp_dir())
+                .args(["--ioengine=null", "--output-format=json", &format!("--output={}", json.display())])
+                .args(&args)
+                .output()
+                .expect("fio runs");
+            assert!(out.status.success(), "fio {args:?}: {}", stderr(&out));
+            let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+            std::fs::remove_file(json).unwrap();
+            v
+        });
+        (ours, theirs)
+    };
+    let (v, fio) = both(&["--percentile_list=99.9:50:99", "--lat_percentiles=1"]);
+    let want: Vec<String> = ["50.000000", "99.000000", "99.900000"].map(String::from).to_vec();
+    assert_eq!((keys(&v, "clat_ns"), keys(&v, "lat_ns")), (Some(want.clone()), Some(want)));
+    let p = &v["jobs"][0]["write"]["clat_ns"]["percentile"];
+    assert!(p["50.000000"].as_u64() <= p["99.900000"].as_u64(), "{p}");
+    if let Some(fio) = fio {
+        assert_eq!((keys(&fio, "clat_ns"), keys(&fio, "lat_ns")), (keys(&v, "clat_ns"), keys(&v, "lat_ns")));
+    }
+    let (v, fio) = both(&["--clat_percentiles=0"]);
+    assert_eq!((keys(&v, "clat_ns"), keys(&v, "lat_ns")), (None, None));
+    if let Some(fio) = fio {
+        assert_eq!((keys(&fio, "clat_ns"), keys(&fio, "lat_ns")), (None, None));
+    }
+    // The text: fio's decimals, the most any entry is written with.
+    let mut args = vec!["run", "--capacity", "64MiB", "--quiet"];
+    args.extend(job);
+    args.extend(["--percentile_list=50:99.5", "--lat_percentiles=1"]);
+    let text = String::from_utf8(duraflash(&args).stdout).unwrap();
+    assert!(text.contains("    clat percentiles (") && text.contains("    lat percentiles ("), "{text}");
+    assert!(text.contains(" 50.0th=[") && text.contains(" 99.5th=["), "{text}");
+}

@@ -141,9 +141,10 @@ fn peak_resident(args: &[&str]) -> (bool, u64) {
 /// bytes came from the arena of the thread that stored them, and one run
 /// in ten to one in three of this job (by how busy the machine was)
 /// peaked at 1.8x the estimate, so eight runs catch that in most
-/// test runs. One run in about forty still peaks 18 % over the estimate
-/// (354 MB against 300), by allocator slack the estimate does not count;
-/// the bound leaves room for that, not for a second copy.
+/// test runs. Some runs still peak over the estimate by allocator slack
+/// it does not count, more on a loaded machine: 18 % (354 MB against 300)
+/// one run in forty alone, 26 % (378 MB) once in CI beside the other
+/// tests. The bound leaves room for that, not for a second copy (80 %).
 #[cfg(target_os = "linux")]
 #[test]
 fn a_memory_media_run_stays_within_its_estimate_run_after_run() {
@@ -181,6 +182,6 @@ fn a_memory_media_run_stays_within_its_estimate_run_after_run() {
     for run in 0..8 {
         let (ok, peak) = peak_resident(&job);
         assert!(ok, "run {run} failed");
-        assert!(peak as f64 <= 1.25 * estimate as f64, "run {run}: peak {peak} bytes resident, estimate {estimate}");
+        assert!(peak as f64 <= 1.5 * estimate as f64, "run {run}: peak {peak} bytes resident, estimate {estimate}");
     }
 }

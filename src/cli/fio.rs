@@ -478,11 +478,7 @@ pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
         .iter()
         .map(|(group, job, _, r)| {
             let agg = group_agg(results.iter().filter(|(g, ..)| g == group).map(|(.., r)| r));
-            let iodepth = file.jobs[*job].iodepth;
-            let own = FioOptions::of(&file.jobs[*job].options);
-            // fio's `desc`: the job's description=, else [global]'s.
-            let desc = own.get("description").or(global.get("description")).map(str::to_string);
-            FioJob::new(r, *group, iodepth, own, desc, agg, plus)
+            FioJob::new(r, *group, &file.jobs[*job], &global, agg, plus)
         })
         .collect();
     let lines: Vec<JobLine> = file

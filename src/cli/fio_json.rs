@@ -10,7 +10,10 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
 use duraflash::device::Stats;
-use duraflash::host::{FioLatency, SampleStat, DEPTH_LEVELS, LATENCY_RANGES};
+use std::collections::BTreeMap;
+
+use duraflash::host::{FioBins, FioLatency, SampleStat, DEPTH_LEVELS, LATENCY_RANGES};
+use duraflash::workload::fio::Job;
 use duraflash::workload::job::{DirResult, JobResult};
 
 use super::output::Provenance;
@@ -82,6 +85,9 @@ impl Percents {
 
 #[derive(Serialize)]
 pub(crate) struct FioJob {
+    /// Decimals of the text's percentiles (fio's `percentile_precision`).
+    #[serde(skip)]
+    pub(super) percentile_precision: u8,
     pub(super) jobname: String,
     pub(super) groupid: u32,
     pub(super) error: u32,
@@ -184,10 +190,22 @@ fn runtime_ms(d: &DirResult, elapsed_ns: u64) -> u64 {
 /// fio's JSON for one direction of a job that ran `elapsed_ns`, sampled
 /// as `iops` and `bw` (KiB/s), in a group of `agg` bytes/s; with `plus`
 /// (json+) the completion latency carries fio's histogram bins.
-fn fio_dir(d: &DirResult, elapsed_ns: u64, plus: bool, iops: &SampleStat, bw: &SampleStat, agg: u64) -> FioDir {
+fn fio_dir(
+    d: &DirResult,
+    elapsed_ns: u64,
+    plus: bool,
+    shown: &Percentiles,
+    iops: &SampleStat,
+    bw: &SampleStat,
+    agg: u64,
+) -> FioDir {
     let zero = FioLatency { min: 0, max: 0, mean: 0.0, stddev: 0.0, n: d.lat.commands, percentile: None, bins: None };
-    let lat = FioLatency { percentile: None, ..FioLatency::from(d.lat.clone()) };
-    let bins = (plus && d.lat.commands > 0).then(|| d.bins.clone());
+    let percentiles = shown.of(d);
+    // The model's total latency is its completion latency (submission is
+    // instant), so lat_percentiles shows the same values under lat_ns.
+    let lat = FioLatency { percentile: percentiles.clone().filter(|_| shown.lat), ..FioLatency::from(d.lat.clone()) };
+    let percentile = percentiles.filter(|_| shown.clat);
+    let bins = (plus && d.lat.commands > 0).then(|| FioBins::of(&d.hist));
     // stat.c `convert_agg_kbytes_percent`: the mean taken whole, at most 100.
     let bw_agg = match (bw.samples, agg) {
         (0, _) => 0.0,
@@ -205,7 +223,7 @@ fn fio_dir(d: &DirResult, elapsed_ns: u64, plus: bool, iops: &SampleStat, bw: &S
         short_ios: 0,
         drop_ios: 0,
         slat_ns: zero,
-        clat_ns: FioLatency { bins, ..FioLatency::from(d.lat.clone()) },
+        clat_ns: FioLatency { bins, percentile, ..FioLatency::from(d.lat.clone()) },
         lat_ns: lat,
         bw_min: bw.min,
         bw_max: bw.max,
@@ -221,20 +239,37 @@ fn fio_dir(d: &DirResult, elapsed_ns: u64, plus: bool, iops: &SampleStat, bw: &S
     }
 }
 
+/// Which latency percentiles a job reports: fio's `percentile_list`,
+/// `clat_percentiles` and `lat_percentiles`.
+struct Percentiles<'a> {
+    list: Option<&'a [f64]>,
+    clat: bool,
+    lat: bool,
+}
+
+impl Percentiles<'_> {
+    /// The percentiles of `d`'s latencies, keyed as fio keys them; none
+    /// for a direction that did nothing, as in fio.
+    fn of(&self, d: &DirResult) -> Option<BTreeMap<String, u64>> {
+        (d.lat.commands > 0).then(|| match self.list {
+            Some(list) => list.iter().map(|&p| (format!("{p:.6}"), d.hist.percentile(p))).collect(),
+            None => d.lat.percentile.clone(),
+        })
+    }
+}
+
 impl FioJob {
-    /// Job `r` of group `groupid` (aggregate bandwidth `agg`, bytes/s), run
-    /// at queue depth `iodepth` with the job section's `options`.
-    pub(crate) fn new(
-        r: &JobResult,
-        groupid: u32,
-        iodepth: u32,
-        options: FioOptions,
-        desc: Option<String>,
-        agg: [u64; 3],
-        plus: bool,
-    ) -> Self {
+    /// Job `r` of group `groupid` (aggregate bandwidth `agg`, bytes/s), as
+    /// `job` asked for it, beside the `[global]` options `global`.
+    pub(crate) fn new(r: &JobResult, groupid: u32, job: &Job, global: &FioOptions, agg: [u64; 3], plus: bool) -> Self {
+        let options = FioOptions::of(&job.options);
+        // fio's `desc`: the job's description=, else [global]'s.
+        let desc = options.get("description").or(global.get("description")).map(str::to_string);
+        let iodepth = job.iodepth;
+        let shown =
+            Percentiles { list: job.percentile_list.as_deref(), clat: job.clat_percentiles, lat: job.lat_percentiles };
         let c = r.fio.clone().unwrap_or_default();
-        let dir = |k: usize, d: &DirResult| fio_dir(d, r.elapsed_ns, plus, &c.iops[k], &c.bw[k], agg[k]);
+        let dir = |k: usize, d: &DirResult| fio_dir(d, r.elapsed_ns, plus, &shown, &c.iops[k], &c.bw[k], agg[k]);
         let ios = r.read.lat.commands + r.write.lat.commands + r.trim.lat.commands;
         let ranges = |unit_ms: bool| {
             let mut keys: Vec<String> = LATENCY_RANGES.iter().map(u64::to_string).collect();
@@ -253,6 +288,7 @@ impl FioJob {
             )
         };
         FioJob {
+            percentile_precision: job.percentile_precision,
             jobname: r.name.clone(),
             groupid,
             error: 0,

@@ -56,8 +56,9 @@ fn lat_line(name: &str, l: &FioLatency) -> String {
     format!("    {name} {base}: min={min}, max={max}, avg={mean:5.2}, stdev={dev:5.2}\n")
 }
 
-/// fio's `show_clat_percentiles` with its default list and precision 2.
-fn percentiles(l: &FioLatency) -> String {
+/// fio's `show_clat_percentiles` for `name` (`clat` or `lat`), with
+/// `precision` decimals, when the latency carries percentiles.
+fn percentiles(name: &str, l: &FioLatency, precision: u8) -> String {
     let Some(p) = &l.percentile else { return String::new() };
     let mut list: Vec<(f64, u64)> = p.iter().filter_map(|(k, &v)| Some((k.parse().ok()?, v))).collect();
     list.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -69,8 +70,9 @@ fn percentiles(l: &FioLatency) -> String {
     };
     let divisor = 1000u64.pow(scale);
     let width = 5.max(((maxv / divisor).max(1) as f64).log10() as usize + 1);
-    let per_line = 73 / (12 + width);
-    let mut out = format!("    clat percentiles ({unit}):\n     |");
+    let precision = usize::from(precision);
+    let per_line = 73 / (precision + 10 + width);
+    let mut out = format!("    {name} percentiles ({unit}):\n     |");
     for (j, &(pct, mut v)) in list.iter().enumerate() {
         if j != 0 && j % per_line == 0 {
             out += "     |";
@@ -79,7 +81,8 @@ fn percentiles(l: &FioLatency) -> String {
             v = v.div_ceil(1000);
         }
         let last = j + 1 == list.len();
-        out += &format!(" {pct:5.2}th=[{v:width$}]{}", if last { '\n' } else { ',' });
+        let pct = format!("{pct:.precision$}");
+        out += &format!(" {pct:>w$}th=[{v:width$}]{}", if last { '\n' } else { ',' }, w = precision + 3);
         if !last && j % per_line == per_line - 1 {
             out += "\n";
         }
@@ -88,7 +91,7 @@ fn percentiles(l: &FioLatency) -> String {
 }
 
 /// One direction of a job (fio's `show_ddir_status`), none if it did nothing.
-fn ddir(name: &str, d: &FioDir) -> String {
+fn ddir(name: &str, d: &FioDir, precision: u8) -> String {
     if d.runtime == 0 {
         return String::new();
     }
@@ -107,7 +110,8 @@ fn ddir(name: &str, d: &FioDir) -> String {
     out += &lat_line("slat", &d.slat_ns);
     out += &lat_line("clat", &d.clat_ns);
     out += &lat_line(" lat", &d.lat_ns);
-    out += &percentiles(&d.clat_ns);
+    out += &percentiles("clat", &d.clat_ns, precision);
+    out += &percentiles("lat", &d.lat_ns, precision);
     if d.bw_samples > 0 {
         let (mut min, mut max, mut mean, mut dev, mut unit) = (d.bw_min, d.bw_max, d.bw_mean, d.bw_dev, "KiB");
         if mean > 1024.0 * 1024.0 {
@@ -176,9 +180,9 @@ pub(crate) fn job(j: &FioJob, members: usize) -> String {
         std::process::id(),
         UtcTime::now().ctime()
     );
-    out += &ddir("read", &j.read);
-    out += &ddir("write", &j.write);
-    out += &ddir("trim", &j.trim);
+    out += &ddir("read", &j.read, j.percentile_precision);
+    out += &ddir("write", &j.write, j.percentile_precision);
+    out += &ddir("trim", &j.trim, j.percentile_precision);
     out += &lat_ranges("nsec", &j.latency_ns);
     out += &lat_ranges("usec", &j.latency_us);
     out += &lat_ranges("msec", &j.latency_ms);

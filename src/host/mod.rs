@@ -363,28 +363,33 @@ impl LatencyHistogram {
         self.max = self.max.max(other.max);
     }
 
+    /// The latency at percentile `p` (0 to 100), to the bucket's
+    /// precision: the smallest value at least `p` % of the latencies reach
+    /// (the largest at 100; 0 when nothing was counted).
+    pub fn percentile(&self, p: f64) -> u64 {
+        if self.count == 0 {
+            return 0;
+        }
+        let rank = (((p / 100.0) * self.count as f64).ceil() as u64).clamp(1, self.count);
+        if rank == self.count {
+            return self.max;
+        }
+        let mut seen = 0;
+        for (r, row) in self.rows.iter().enumerate().filter_map(|(r, row)| Some((r, row.as_ref()?))) {
+            for (i, &n) in row.iter().enumerate() {
+                seen += n;
+                if seen >= rank {
+                    return Self::value(r * ROW + i).clamp(self.min, self.max);
+                }
+            }
+        }
+        self.max
+    }
+
     /// The summary over `elapsed_ns` (percentiles as [`HostQueue`] picks
     /// them, to the bucket's precision; mean and max exact).
     pub fn summary(&self, elapsed_ns: u64) -> QueueSummary {
-        let pct = |p: f64| -> u64 {
-            if self.count == 0 {
-                return 0;
-            }
-            let rank = (((p / 100.0) * self.count as f64).ceil() as u64).clamp(1, self.count);
-            if rank == self.count {
-                return self.max;
-            }
-            let mut seen = 0;
-            for (r, row) in self.rows.iter().enumerate().filter_map(|(r, row)| Some((r, row.as_ref()?))) {
-                for (i, &n) in row.iter().enumerate() {
-                    seen += n;
-                    if seen >= rank {
-                        return Self::value(r * ROW + i).clamp(self.min, self.max);
-                    }
-                }
-            }
-            self.max
-        };
+        let pct = |p: f64| self.percentile(p);
         let mean = if self.count == 0 { 0.0 } else { self.sum as f64 / self.count as f64 };
         let stddev = if self.count < 2 {
             0.0

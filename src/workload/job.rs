@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::content::pattern::{unit_seed, DataSpec, PatternGen};
 use crate::content::Content;
-use crate::host::{BlockDevice, CommandKind, FioBins, FioCounts, HostQueue, LatencyHistogram, QueueSummary};
+use crate::host::{BlockDevice, CommandKind, FioCounts, HostQueue, LatencyHistogram, QueueSummary};
 use crate::units::{Lba, SimTime, SECTOR_BYTES};
 use crate::workload::access::{Access, Distribution, Rw, SlotStream};
 use crate::workload::batch::WriteBatch;
@@ -76,9 +76,10 @@ pub struct DirResult {
     pub iops: f64,
     /// Completion latencies.
     pub lat: QueueSummary,
-    /// The same latencies in fio's histogram bins (`json+`).
+    /// The same latencies, counted (for other percentiles, or fio's
+    /// bins: [`crate::host::FioBins::of`]).
     #[serde(skip)]
-    pub bins: FioBins,
+    pub hist: LatencyHistogram,
 }
 
 /// What a job did.
@@ -563,10 +564,11 @@ fn dir_result(hist: &LatencyHistogram, bs: u64, elapsed: u64) -> DirResult {
 
 impl DirResult {
     fn new(hist: &LatencyHistogram, io_bytes: u64, elapsed: u64) -> Self {
-        let (lat, bins) = (hist.summary(elapsed), FioBins::of(hist));
+        let lat = hist.summary(elapsed);
         let secs = elapsed as f64 / 1e9;
         let per_sec = |x: f64| if secs > 0.0 { x / secs } else { 0.0 };
-        DirResult { io_bytes, bw_bytes: per_sec(io_bytes as f64), iops: per_sec(lat.commands as f64), lat, bins }
+        let iops = per_sec(lat.commands as f64);
+        DirResult { io_bytes, bw_bytes: per_sec(io_bytes as f64), iops, lat, hist: hist.clone() }
     }
 }
 

@@ -91,6 +91,7 @@
 //! | `ioengine`, `filename`, `direct` | recorded, no effect on the model | | |
 //! | `loops` | [`Job::loops`] | 1 | Threads, processes and job synchronization |
 //! | `norandommap` | [`Job::norandommap`] | false (a random map: each pass touches every block once) | I/O type |
+//! | `percentile_list`, `clat_percentiles`, `lat_percentiles` | [`Job::percentile_list`] (up to 20, `:`-separated), [`Job::clat_percentiles`], [`Job::lat_percentiles`] (values 0 or 1) | fio's 17, true, false | Measurements and reporting |
 //! | [`IGNORED_KEYS`] (`randrepeat`, `thread`, ...) | accepted with one [`FioWarning`] each | | |
 //!
 //! fio behaviour kept from init.c `fixup_options` and the option callbacks:
@@ -222,6 +223,9 @@ pub const SUPPORTED_KEYS: &[&str] = &[
     "rate",
     "loops",
     "norandommap",
+    "percentile_list",
+    "clat_percentiles",
+    "lat_percentiles",
 ];
 
 /// fio options that mean nothing for a simulated drive, each with why:
@@ -256,9 +260,6 @@ pub const IGNORED_KEYS: &[(&str, &str)] = &[
     ("prio", "simulated time does not depend on host scheduling"),
     ("prioclass", "simulated time does not depend on host scheduling"),
     ("gtod_reduce", "latencies are simulated, not timed"),
-    ("clat_percentiles", "fio's default percentiles are always reported"),
-    ("lat_percentiles", "fio's default percentiles are always reported"),
-    ("percentile_list", "fio's default percentiles are always reported"),
     ("disable_lat", "latencies are simulated, not timed"),
     ("disable_clat", "latencies are simulated, not timed"),
     ("disable_slat", "latencies are simulated, not timed"),
@@ -457,6 +458,17 @@ pub struct Job {
     /// default) a pass touches every block once; fio also turns the map
     /// off for every other `random_distribution`.
     pub norandommap: bool,
+    /// `percentile_list`: the latency percentiles reported (fio's 17
+    /// defaults when `None`).
+    pub percentile_list: Option<Vec<f64>>,
+    /// Decimals the text shows percentiles with: 2 for fio's list, else
+    /// the most any of `percentile_list` is written with.
+    pub percentile_precision: u8,
+    /// `clat_percentiles`: completion latencies carry percentiles (fio's
+    /// default, true).
+    pub clat_percentiles: bool,
+    /// `lat_percentiles`: total latencies carry them too (false).
+    pub lat_percentiles: bool,
     /// Bytes of I/O to issue (may exceed the region); `None` when unset or 0.
     pub io_size: Option<u64>,
     /// Stop after this many I/Os; `None` when unset or 0. As in fio it

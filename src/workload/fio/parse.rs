@@ -24,6 +24,25 @@ fn parse_avg_time(v: &str) -> Result<u32, String> {
     }
 }
 
+/// fio's `percentile_list`: up to 20 percentiles from 0 to 100, separated
+/// by `:` (fio's `FIO_IO_U_LIST_MAX_LEN`), and the decimals its text shows
+/// them with: the most any of them is written with (parse.c).
+fn parse_percentile_list(v: &str) -> Result<(Vec<f64>, u8), String> {
+    let list: Vec<f64> = v
+        .split(':')
+        .map(|p| match p.trim().parse::<f64>() {
+            Ok(x) if (0.0..=100.0).contains(&x) => Ok(x),
+            _ => Err(format!("'{}' is not a percentile from 0 to 100", Shown::new(p))),
+        })
+        .collect::<Result<_, _>>()?;
+    if list.len() > 20 {
+        return Err(format!("{} percentiles: fio takes at most 20", list.len()));
+    }
+    let decimals = |p: &str| p.split_once('.').map_or(0, |(_, d)| d.chars().take_while(char::is_ascii_digit).count());
+    let precision = v.split(':').map(decimals).max().unwrap_or(0).min(9) as u8;
+    Ok((list, precision))
+}
+
 /// Parse a fio job file (see the module docs for the accepted subset).
 pub fn parse(text: &str) -> Result<JobFile, FioError> {
     parse_files(text, &[])
@@ -225,6 +244,9 @@ pub(super) enum Key {
     Rate,
     Loops,
     NoRandomMap,
+    PercentileList,
+    ClatPercentiles,
+    LatPercentiles,
     /// One of [`IGNORED_KEYS`] without a field.
     Ignored,
 }
@@ -266,6 +288,9 @@ impl Key {
             "rate" => Key::Rate,
             "loops" => Key::Loops,
             "norandommap" => Key::NoRandomMap,
+            "percentile_list" => Key::PercentileList,
+            "clat_percentiles" => Key::ClatPercentiles,
+            "lat_percentiles" => Key::LatPercentiles,
             k if IGNORED_KEYS.iter().any(|(i, _)| *i == k) => Key::Ignored,
             _ => return None,
         })
@@ -297,6 +322,10 @@ impl Default for Builder {
                 time_based: false,
                 loops: 1,
                 norandommap: false,
+                percentile_list: None,
+                percentile_precision: 2,
+                clat_percentiles: true,
+                lat_percentiles: false,
                 io_size: None,
                 number_ios: None,
                 rwmixread: 50,
@@ -346,6 +375,12 @@ impl Builder {
             Key::TimeBased => job.time_based = parse_flag(value).map_err(bad)?,
             Key::Stonewall => job.stonewall = parse_flag(value).map_err(bad)?,
             Key::NoRandomMap => job.norandommap = parse_flag(value).map_err(bad)?,
+            Key::PercentileList => {
+                let (list, precision) = parse_percentile_list(required()?).map_err(bad)?;
+                (job.percentile_list, job.percentile_precision) = (Some(list), precision);
+            }
+            Key::ClatPercentiles => job.clat_percentiles = parse_flag(Some(required()?)).map_err(bad)?,
+            Key::LatPercentiles => job.lat_percentiles = parse_flag(Some(required()?)).map_err(bad)?,
             Key::Loops => {
                 job.loops = match parse_int(required()?).map_err(bad)? {
                     n @ 1..=0xFFFF_FFFF => n as u32,

@@ -12,7 +12,7 @@ fn unsupported_key_names_key_and_line_and_lists_supported() {
     let msg = e.to_string();
     assert!(msg.starts_with("line 7: unsupported fio option 'verify_async' (implemented: name, rw, readwrite, bs,"));
     assert!(
-        msg.contains("ramp_time, startdelay, rate_iops, rate, loops, norandommap; accepted with a warning"),
+        msg.contains("loops, norandommap, percentile_list, clat_percentiles, lat_percentiles; accepted with a warning"),
         "{msg}"
     );
     // The ignored options are listed too, so a user sees every spelling that works.
@@ -59,6 +59,15 @@ fn bad_values_carry_key_and_line() {
         ("[j]\nloops=0\n", "loops", 2, "1 or more"),
         ("[j]\nloops=4294967296\n", "loops", 2, "1 or more"),
         ("[j]\nnorandommap=2\n", "norandommap", 2, "0 or 1"),
+        ("[j]\npercentile_list=50:101\n", "percentile_list", 2, "'101' is not a percentile"),
+        ("[j]\npercentile_list=50::99\n", "percentile_list", 2, "'' is not a percentile"),
+        (
+            "[j]\npercentile_list=1:2:3:4:5:6:7:8:9:10:11:12:13:14:15:16:17:18:19:20:21\n",
+            "percentile_list",
+            2,
+            "at most 20",
+        ),
+        ("[j]\nclat_percentiles\n", "clat_percentiles", 2, "requires a value"),
         ("[j]\nbs=8k\nsize=4k\n", "size", 3, "smaller than the block size"),
     ];
     for &(text, key, line, needle) in cases {

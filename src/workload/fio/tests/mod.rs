@@ -122,6 +122,10 @@ fn defaults_match_fio() {
         time_based: false,
         loops: 1,
         norandommap: false,
+        percentile_list: None,
+        percentile_precision: 2,
+        clat_percentiles: true,
+        lat_percentiles: false,
         io_size: None,
         number_ios: None,
         rwmixread: 50,
@@ -416,6 +420,16 @@ fn uniform_random_jobs_keep_fios_random_map_unless_norandommap() {
     assert_eq!(dist("[j]\nrw=randwrite\nnorandommap=0\n"), Distribution::Shuffled);
     // fio turns the map off for every other distribution.
     assert_eq!(dist("[j]\nrw=randwrite\nrandom_distribution=zipf:1.2\n"), Distribution::Zipf(1.2));
+}
+
+#[test]
+fn percentile_options_set_the_list_its_decimals_and_which_latencies() {
+    let j = job("[j]\npercentile_list=99.99:50:99.5\nlat_percentiles=1\nclat_percentiles=0\n");
+    assert_eq!(j.percentile_list.as_deref(), Some(&[99.99, 50.0, 99.5][..]));
+    assert_eq!((j.percentile_precision, j.lat_percentiles, j.clat_percentiles), (2, true, false));
+    assert_eq!(job("[j]\npercentile_list=50:99\n").percentile_precision, 0);
+    assert_eq!(job("[j]\npercentile_list=50:99.999\n").percentile_precision, 3);
+    assert_eq!(job("[j]\n").percentile_precision, 2, "fio's default list has two decimals");
 }
 
 #[test]
