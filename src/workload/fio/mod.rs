@@ -320,9 +320,12 @@ fn did_you_mean(key: &str) -> String {
     if key.len() > 2 * longest {
         return String::new();
     }
+    // Jaro-Winkler ranks the candidates; a typo also keeps most of its
+    // letters in place (edit distance), which a shared prefix alone does
+    // not: buffer_pattern is no typo of buffered.
     known
         .map(|k| (strsim::jaro_winkler(key, k), k))
-        .filter(|&(score, _)| score > 0.85)
+        .filter(|&(score, k)| score > 0.85 && strsim::normalized_damerau_levenshtein(key, k) >= 0.7)
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map_or_else(String::new, |(_, k)| format!(", did you mean '{k}'?"))
 }

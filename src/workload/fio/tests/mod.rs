@@ -365,6 +365,11 @@ fn long_keys_and_lines_and_many_jobs_cost_little() {
     assert_eq!(super::did_you_mean(&key), "");
     assert!(started.elapsed().as_secs_f64() < 0.5, "{:?}", started.elapsed());
     assert_eq!(super::did_you_mean("iodepht"), ", did you mean 'iodepth'?");
+    assert_eq!(super::did_you_mean("norandmap"), ", did you mean 'norandommap'?");
+    // A shared prefix is no typo: fio options of their own get no suggestion.
+    for key in ["buffer_pattern", "random_generator", "cpuload"] {
+        assert_eq!(super::did_you_mean(key), "", "{key}");
+    }
     // fio reads at most 8192 bytes as one line.
     let line = format!("[job]\nbs={}\n", "1".repeat(MAX_LINE_BYTES));
     assert!(matches!(parse(&line), Err(FioError::Syntax { line: 2, .. })), "{:?}", parse(&line));
