@@ -459,3 +459,30 @@ fn percentile_options_pick_the_percentiles_fio_reports() {
     assert!(text.contains("    clat percentiles (") && text.contains("    lat percentiles ("), "{text}");
     assert!(text.contains(" 50.0th=[") && text.contains(" 99.5th=["), "{text}");
 }
+
+/// SIGINT, as a fio user's Ctrl-C: the jobs stop issuing, and the output
+/// reports what ran (fio's "terminating on signal"), exit status 0.
+#[cfg(unix)]
+#[test]
+fn an_interrupted_run_reports_what_ran() {
+    let child = Command::new(env!("CARGO_BIN_EXE_duraflash"))
+        .args(["run", "--capacity", "256MiB", "--quiet", "--output-format=json", "--name=w", "--rw=randwrite"])
+        .args(["--bs=4k", "--iodepth=32", "--runtime=100000", "--time_based"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    // SAFETY: signals our own child, still running (a 100000 s job).
+    #[allow(unsafe_code)]
+    let sent = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    assert_eq!(sent, 0);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let write = &v["jobs"][0]["write"];
+    assert!(write["total_ios"].as_u64().unwrap() > 0, "{write}");
+    assert!(v["jobs"][0]["elapsed"].as_u64().unwrap() < 100_000);
+    assert_eq!(v["drive"]["host_write_bytes"], write["io_bytes"], "every command issued is counted");
+}

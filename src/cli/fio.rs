@@ -4,6 +4,8 @@
 use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use clap::Args;
 
@@ -442,7 +444,15 @@ pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
     // Each group's reported jobs: (group id, index of the job in the file,
     // jobs summed into it, result).
     let mut results: Vec<(u32, usize, usize, JobResult)> = Vec::new();
+    // fio's SIGINT and SIGTERM: stop issuing, report what ran.
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(|e| Failure::Run(e.to_string()))?;
+    }
     for group in &groups {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
         if streams > 1 {
             let hints = group_hints(&file, group, u64::from(drive.config().unit_bytes))
                 .map_err(|e| Failure::Usage(format!("{source}: {e}")))?;
@@ -464,13 +474,17 @@ pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
         let specs: Vec<JobSpec> = group.members.iter().map(|m| m.spec.clone()).collect();
         let phase = if specs.len() == 1 { specs[0].name.clone() } else { format!("group {}", group.id) };
         let timings: Vec<_> = group.members.iter().map(|m| file.jobs[m.job].timing).collect();
-        let r = with_progress(&args.out, &phase, |p| run_fio_group(&mut drive, &specs, &timings, p))
+        let r = with_progress(&args.out, &phase, |p| run_fio_group(&mut drive, &specs, &timings, &stop, p))
             .map_err(Failure::run)?;
         if group.reporting {
             results.push((group.id, group.members[0].job, group.members.len(), r.total));
         } else {
             results.extend(group.members.iter().zip(r.jobs).map(|(m, j)| (group.id, m.job, 1, j)));
         }
+    }
+    if stop.load(Ordering::Relaxed) {
+        // As fio's "terminating on signal": what ran is reported and saved.
+        note!("duraflash: interrupted: the results are those of the commands issued before the signal");
     }
     save_image(&drive, args.image.as_deref())?;
     let global = FioOptions::of(&file.global_options);

@@ -2,6 +2,8 @@
 //! depth, region and limit, run against a drive in simulated time. fio job
 //! files, HD Tach, ATTO and IOmeter sweeps are all built from jobs.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use serde::Serialize;
 
 use crate::content::pattern::{unit_seed, DataSpec, PatternGen};
@@ -223,11 +225,13 @@ where
 /// per spec): from its start delay, at most at its rates, measured after
 /// its warm-up, and counting what fio reports beside its latencies
 /// ([`JobResult::fio`]). The drive idles (idle GC) while no job has a
-/// command to issue.
+/// command to issue. Once `stop` is set (fio's SIGINT), no job issues
+/// another command and the results are those of the commands issued.
 pub fn run_fio_group<D: BlockDevice>(
     drive: &mut D,
     specs: &[JobSpec],
     timings: &[FioTiming],
+    stop: &AtomicBool,
     progress: &mut dyn FnMut(f64),
 ) -> Result<GroupResult, WorkloadError>
 where
@@ -236,18 +240,19 @@ where
     if timings.len() != specs.len() {
         return Err(WorkloadError::BadSpec(format!("{} jobs but {} timings", specs.len(), timings.len())));
     }
-    run_counted(drive, specs, Some(timings), progress)
+    run_counted(drive, specs, Some((timings, stop)), progress)
 }
 
 fn run_counted<D: BlockDevice>(
     drive: &mut D,
     specs: &[JobSpec],
-    timings: Option<&[FioTiming]>,
+    fio: Option<(&[FioTiming], &AtomicBool)>,
     progress: &mut dyn FnMut(f64),
 ) -> Result<GroupResult, WorkloadError>
 where
     WorkloadError: From<D::Error>,
 {
+    let (timings, stop) = (fio.map(|f| f.0), fio.map(|f| f.1));
     if specs.is_empty() {
         return Err(WorkloadError::BadSpec("a group needs at least one job".into()));
     }
@@ -272,6 +277,13 @@ where
     }
     let mut steps = 0u64;
     loop {
+        if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+            // Stopped: what each job issued completes, nothing more.
+            for (job, content) in jobs.iter_mut().zip(&mut gens).filter(|(j, _)| !j.done()) {
+                job.flush(drive, content)?;
+            }
+            break;
+        }
         let due = jobs.iter().enumerate().filter(|(_, j)| !j.done()).min_by_key(|&(i, j)| (j.ready_at(), i));
         let Some((i, _)) = due else { break };
         // Every command booked so far is done by the drive's present time:
