@@ -444,10 +444,13 @@ pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
     // Each group's reported jobs: (group id, index of the job in the file,
     // jobs summed into it, result).
     let mut results: Vec<(u32, usize, usize, JobResult)> = Vec::new();
-    // fio's SIGINT and SIGTERM: stop issuing, report what ran.
+    // fio's SIGINT and SIGTERM: stop issuing, report what ran; a second
+    // signal ends the process at once (status 130, as a shell's Ctrl-C).
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop)).map_err(|e| Failure::Run(e.to_string()))?;
+        signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))
+            .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&stop)))
+            .map_err(|e| Failure::Run(e.to_string()))?;
     }
     for group in &groups {
         if stop.load(Ordering::Relaxed) {
