@@ -46,8 +46,19 @@ fn ours(name: &str, args: &[&str]) -> (Vec<String>, serde_json::Value) {
     (lines, value)
 }
 
-/// Real fio's reader lines for `args`, when fio is installed.
-fn fio(name: &str, args: &[&str]) -> Option<Vec<String>> {
+/// Ours with `args` (after `run --capacity 64MiB --quiet`), fio's JSON on
+/// stdout, without the reader.
+fn ours_value(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["run", "--capacity", "64MiB", "--quiet", "--output-format=json"];
+    all.extend(args);
+    let out = duraflash(&all);
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Real fio's JSON for `args` (`--ioengine=null`) in the file `name`,
+/// when fio is installed.
+fn fio_json_file(name: &str, args: &[&str]) -> Option<PathBuf> {
     if !tools::have("fio", "fio") {
         return None;
     }
@@ -59,9 +70,23 @@ fn fio(name: &str, args: &[&str]) -> Option<Vec<String>> {
         .output()
         .expect("fio runs");
     assert!(out.status.success(), "fio {args:?}: {}", stderr(&out));
+    Some(json)
+}
+
+/// Real fio's reader lines for `args`, when fio is installed.
+fn fio(name: &str, args: &[&str]) -> Option<Vec<String>> {
+    let json = fio_json_file(name, args)?;
     let lines = read_like_fio_users(&json);
     std::fs::remove_file(json).unwrap();
     Some(lines)
+}
+
+/// Real fio's JSON for `args`, when fio is installed.
+fn fio_value(name: &str, args: &[&str]) -> Option<serde_json::Value> {
+    let json = fio_json_file(name, args)?;
+    let value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    std::fs::remove_file(json).unwrap();
+    Some(value)
 }
 
 /// Options before the first `--name` are global, as in fio.
@@ -322,18 +347,8 @@ fn a_job_makes_the_io_fio_makes_and_keeps_fios_random_map() {
     for (args, fio_counts) in cases {
         let (_, value) = ours("counts.json", args);
         assert_eq!(counts(&value), *fio_counts, "{args:?}");
-        if tools::have("fio", "fio") {
-            let json = temp("counts-fio.json");
-            let out = Command::new("fio")
-                .current_dir(std::env::temp_dir())
-                .args(["--ioengine=null", "--output-format=json", &format!("--output={}", json.display())])
-                .args(*args)
-                .output()
-                .expect("fio runs");
-            assert!(out.status.success(), "fio {args:?}: {}", stderr(&out));
-            let theirs: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        if let Some(theirs) = fio_value("counts-fio.json", args) {
             assert_eq!(counts(&theirs), *fio_counts, "real fio, {args:?}");
-            std::fs::remove_file(json).unwrap();
         }
     }
     // The random map: one pass of 4 KiB random writes over 16 MiB maps all
@@ -418,25 +433,7 @@ fn percentile_options_pick_the_percentiles_fio_reports() {
     let both = |extra: &[&str]| {
         let mut args: Vec<&str> = job.to_vec();
         args.extend(extra);
-        let mut run = vec!["run", "--capacity", "64MiB", "--quiet", "--output-format=json"];
-        run.extend(&args);
-        let out = duraflash(&run);
-        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
-        let ours: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let theirs = tools::have("fio", "fio").then(|| {
-            let json = temp("pct-fio.json");
-            let out = Command::new("fio")
-                .current_dir(std::env::temp_dir())
-                .args(["--ioengine=null", "--output-format=json", &format!("--output={}", json.display())])
-                .args(&args)
-                .output()
-                .expect("fio runs");
-            assert!(out.status.success(), "fio {args:?}: {}", stderr(&out));
-            let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-            std::fs::remove_file(json).unwrap();
-            v
-        });
-        (ours, theirs)
+        (ours_value(&args), fio_value("pct-fio.json", &args))
     };
     let (v, fio) = both(&["--percentile_list=99.9:50:99", "--lat_percentiles=1"]);
     let want: Vec<String> = ["50.000000", "99.000000", "99.900000"].map(String::from).to_vec();

@@ -252,7 +252,7 @@ impl Percentiles<'_> {
     /// for a direction that did nothing, as in fio.
     fn of(&self, d: &DirResult) -> Option<BTreeMap<String, u64>> {
         (d.lat.commands > 0).then(|| match self.list {
-            Some(list) => list.iter().map(|&p| (format!("{p:.6}"), d.hist.percentile(p))).collect(),
+            Some(list) => d.hist.percentiles(list),
             None => d.lat.percentile.clone(),
         })
     }

@@ -386,10 +386,15 @@ impl LatencyHistogram {
         self.max
     }
 
+    /// The latency at each percentile of `list`, keyed as fio's JSON keys
+    /// them (`"99.900000"`).
+    pub fn percentiles(&self, list: &[f64]) -> std::collections::BTreeMap<String, u64> {
+        list.iter().map(|&p| (format!("{p:.6}"), self.percentile(p))).collect()
+    }
+
     /// The summary over `elapsed_ns` (percentiles as [`HostQueue`] picks
     /// them, to the bucket's precision; mean and max exact).
     pub fn summary(&self, elapsed_ns: u64) -> QueueSummary {
-        let pct = |p: f64| self.percentile(p);
         let mean = if self.count == 0 { 0.0 } else { self.sum as f64 / self.count as f64 };
         let stddev = if self.count < 2 {
             0.0
@@ -403,11 +408,11 @@ impl LatencyHistogram {
             mean_latency_ns: mean,
             stddev_ns: stddev,
             min_ns: if self.count == 0 { 0 } else { self.min },
-            p50_ns: pct(50.0),
-            p99_ns: pct(99.0),
-            p999_ns: pct(99.9),
+            p50_ns: self.percentile(50.0),
+            p99_ns: self.percentile(99.0),
+            p999_ns: self.percentile(99.9),
             max_ns: self.max,
-            percentile: FIO_PERCENTILES.iter().map(|&p| (format!("{p:.6}"), pct(p))).collect(),
+            percentile: self.percentiles(&FIO_PERCENTILES),
         }
     }
 }
