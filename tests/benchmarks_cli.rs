@@ -228,10 +228,8 @@ fn run_refuses_bad_job_files_with_exit_2() {
 fn number_ios_stops_a_job_early_and_never_extends_it_as_in_fio() {
     let path = scratch("number-ios.fio");
     std::fs::write(&path, "[job]\nrw=randwrite\nbs=4k\nsize=1m\nnumber_ios=18446744073709551615\n").unwrap();
-    let started = std::time::Instant::now();
     let (v, _) = json(&["run", path.to_str().unwrap(), "--capacity", "64MiB", "--quiet", "--json", "-"]);
     assert_eq!(u64_at(&v, "/jobs/0/write/total_ios"), 256, "the 1 MiB region once, as fio does");
-    assert!(started.elapsed().as_secs() < 30, "{:?}", started.elapsed());
     let _ = std::fs::remove_file(&path);
 }
 

@@ -116,14 +116,13 @@ fn duraflash_capped(args: &[&str]) -> Output {
 fn job_files_configs_and_reports_larger_than_any_real_one_are_refused_naming_the_file_and_the_cap() {
     let dir = scratch("inputs");
     let job = tiny_job(&dir);
-    // A 2 GiB sparse job file: refused after its first MiB, not read whole.
+    // A 2 GiB sparse job file is refused; /dev/zero below, which never
+    // ends, shows it is not read whole.
     let sparse = dir.join("sparse.fio");
     std::fs::File::create(&sparse).unwrap().set_len(2 << 30).unwrap();
     let sparse = sparse.to_str().unwrap();
-    let started = std::time::Instant::now();
     let e = usage_error(&duraflash_capped(&["run", sparse, "--capacity", "64MiB"]), sparse);
     assert!(e.contains("more than the 1 MiB a fio job file may hold"), "{e}");
-    assert!(started.elapsed().as_secs() < 10, "read whole: {:?}", started.elapsed());
     if cfg!(target_os = "linux") {
         let e = usage_error(&duraflash_capped(&["run", "/dev/zero"]), "/dev/zero: more than the 1 MiB a fio job file");
         assert!(!e.contains("out of memory"), "{e}");
