@@ -363,6 +363,27 @@ fn a_job_makes_the_io_fio_makes_and_keeps_fios_random_map() {
     assert_eq!(mapped(&[]), 4096);
     let independent = mapped(&["--norandommap"]);
     assert!((2500..2700).contains(&independent), "{independent} of 4096 mapped, 1 - 1/e is 2589");
+    // numjobs clones share their region unless offset_increment moves each.
+    let clones = |extra: &[&str]| {
+        let mut args = vec!["--name=j", "--rw=write", "--bs=4k", "--size=1m", "--numjobs=4"];
+        args.extend(extra);
+        ours_value(&args)["drive"]["mapped_units"].as_u64().unwrap()
+    };
+    assert_eq!((clones(&[]), clones(&["--offset_increment=1m"])), (256, 1024));
+    let out = duraflash(&["run", "--capacity", "64MiB", "--quiet", "--name=j", "--size=32m", "--offset_increment=32m"]);
+    assert_eq!(out.status.code(), Some(0), "one clone: {}", stderr(&out));
+    let out = duraflash(&[
+        "run",
+        "--capacity",
+        "64MiB",
+        "--quiet",
+        "--name=j",
+        "--size=32m",
+        "--offset_increment=32m",
+        "--numjobs=3",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--offset_increment=32m") && stderr(&out).contains("clone 2"), "{}", stderr(&out));
     // time_based without a runtime warns and runs by size, as fio does.
     let out = duraflash(&[
         "run",

@@ -38,11 +38,12 @@ pub struct Member {
 }
 
 impl Job {
-    /// The job spec this job runs as on a drive of `capacity` bytes, seeded
-    /// with `seed` unless the job gives `randseed`. Not yet validated
-    /// against the drive (see [`JobSpec::validate`]).
-    pub fn to_spec(&self, capacity: u64, seed: u64) -> Result<JobSpec, WorkloadError> {
-        let region = self.region(capacity);
+    /// The job spec clone `subjob` of this job (0 for the job itself) runs
+    /// as on a drive of `capacity` bytes, seeded with `seed` unless the job
+    /// gives `randseed`. Not yet validated against the drive (see
+    /// [`JobSpec::validate`]).
+    pub fn to_spec(&self, capacity: u64, seed: u64, subjob: u64) -> Result<JobSpec, WorkloadError> {
+        let region = self.clone_region(capacity, subjob);
         let length = region.end - region.start;
         // Without io_size a job makes one pass: the whole blocks of its
         // region (fio: size=1m with bs=6k is 170 commands); io_size counts
@@ -127,18 +128,35 @@ impl JobFile {
                     .in_job(&job.name));
                 }
             }
-            if let SizeSpec::Bytes(size) = job.size {
-                let start = job.region(capacity).start;
-                if start.saturating_add(size) > capacity {
-                    return Err(refused(
+            // The last clone starts furthest in (offset_increment).
+            let last = u64::from(job.numjobs) - 1;
+            let start = job.clone_region(capacity, last).start;
+            let shifted = last > 0 && start > job.region(capacity).start;
+            let end = match job.size {
+                SizeSpec::Bytes(size) => Some(start.saturating_add(size)),
+                _ if shifted => Some(start.saturating_add(job.bs)),
+                _ => None,
+            };
+            if end.is_some_and(|end| end > capacity) {
+                let reason = if shifted {
+                    (
+                        Key::OffsetIncrement,
+                        format!(
+                            "clone {last} of numjobs={} starts at {start}, and its region runs past the drive's \
+                             {capacity} bytes (use a smaller offset_increment or size, or fewer clones)",
+                            job.numjobs
+                        ),
+                    )
+                } else {
+                    (
                         Key::Size,
                         format!(
                             "from offset {start} it runs past the drive's {capacity} bytes (use a smaller size, a \
                              percentage such as size=50%, or a larger --capacity)"
                         ),
                     )
-                    .in_job(&job.name));
-                }
+                };
+                return Err(refused(reason.0, reason.1).in_job(&job.name));
             }
             let most = capacity.saturating_mul(MAX_DRIVE_PASSES);
             let region = job.region(capacity);
@@ -167,7 +185,7 @@ impl JobFile {
             .jobs
             .iter()
             .enumerate()
-            .map(|(i, j)| j.to_spec(capacity, unit_seed(seed, i as u64)))
+            .map(|(i, j)| j.to_spec(capacity, unit_seed(seed, i as u64), 0))
             .collect::<Result<Vec<_>, _>>()?;
         for spec in &specs {
             spec.validate(capacity)?;
@@ -178,7 +196,7 @@ impl JobFile {
     /// The jobs as they run: groups in order, each the jobs between two
     /// stonewalls with every job's `numjobs` clones, as [`JobFile::specs`]
     /// gives them. Clone 0 is the job's own spec; clone k > 0 is seeded
-    /// with `unit_seed(spec.seed, k)`.
+    /// with `unit_seed(spec.seed, k)` and starts k `offset_increment`s in.
     pub fn plan(&self, capacity: u64, seed: u64) -> Result<Vec<Group>, WorkloadError> {
         let mut groups: Vec<Group> = Vec::new();
         let mut file = 0;
@@ -195,8 +213,15 @@ impl JobFile {
             let group = groups.last_mut().expect("a group was just pushed");
             group.reporting |= job.group_reporting;
             for k in 0..u64::from(job.numjobs) {
-                let seed = if k == 0 { spec.seed } else { unit_seed(spec.seed, k) };
-                group.members.push(Member { job: index, spec: JobSpec { seed, ..spec.clone() } });
+                let spec = match k {
+                    0 => spec.clone(),
+                    k => {
+                        let clone = JobSpec { seed: unit_seed(spec.seed, k), ..job.to_spec(capacity, spec.seed, k)? };
+                        clone.validate(capacity)?;
+                        clone
+                    }
+                };
+                group.members.push(Member { job: index, spec });
             }
         }
         Ok(groups)

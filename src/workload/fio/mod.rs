@@ -194,6 +194,7 @@ pub const SUPPORTED_KEYS: &[&str] = &[
     "iodepth",
     "size",
     "offset",
+    "offset_increment",
     "runtime",
     "time_based",
     "io_size",
@@ -449,6 +450,9 @@ pub struct Job {
     pub size: SizeSpec,
     /// Region start: bytes or percent of the device.
     pub offset: SizeSpec,
+    /// `offset_increment`: clone k of `numjobs` starts this much further
+    /// in, k times (bytes or percent of the device; 0 by default).
+    pub offset_increment: SizeSpec,
     /// `runtime` in nanoseconds; `None` when unset or 0 (no limit).
     pub runtime_ns: Option<u64>,
     /// Keep looping over the region until `runtime` expires.
@@ -539,16 +543,26 @@ impl Job {
         }
     }
 
-    /// The byte range this job works in on a device of `device_bytes` bytes.
-    ///
-    /// A percentage `offset` is aligned up to `bs` (HOWTO `offset_align`
-    /// default). A whole-device `size` runs from the offset to the end of
-    /// the device. The range is clamped to the device.
+    /// The byte range this job works in on a device of `device_bytes` bytes
+    /// (its first clone's: [`Job::clone_region`]).
     pub fn region(&self, device_bytes: u64) -> Range<u64> {
-        let raw = self.resolve_bytes(&self.offset, device_bytes);
-        let start = match self.offset {
-            SizeSpec::Percent(_) => raw.div_ceil(self.bs).saturating_mul(self.bs),
-            _ => raw,
+        self.clone_region(device_bytes, 0)
+    }
+
+    /// The byte range clone `subjob` (0 for the job itself) of the job's
+    /// `numjobs` works in: from `offset + subjob x offset_increment`
+    /// (fio's `get_start_offset`), aligned up to `bs` when either is a
+    /// percentage (HOWTO `offset_align` default). A whole-device `size`
+    /// runs from there to the end of the device. The range is clamped to
+    /// the device.
+    pub fn clone_region(&self, device_bytes: u64, subjob: u64) -> Range<u64> {
+        let step = self.resolve_bytes(&self.offset_increment, device_bytes).saturating_mul(subjob);
+        let raw = self.resolve_bytes(&self.offset, device_bytes).saturating_add(step);
+        let percent = |s: &SizeSpec| matches!(s, SizeSpec::Percent(_));
+        let start = if percent(&self.offset) || percent(&self.offset_increment) {
+            raw.div_ceil(self.bs).saturating_mul(self.bs)
+        } else {
+            raw
         }
         .min(device_bytes);
         let len = match self.size {

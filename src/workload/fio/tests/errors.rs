@@ -164,6 +164,7 @@ fn random_input_never_panics() {
         "bs",
         "size",
         "offset",
+        "offset_increment",
         "runtime",
         "rw",
         "random_distribution",
@@ -205,7 +206,7 @@ fn random_input_never_panics() {
         if let Ok(file) = parse(&text) {
             for j in &file.jobs {
                 for dev in [0, 1, 4096, u64::MAX] {
-                    let r = j.region(dev);
+                    let r = j.clone_region(dev, u64::from(j.numjobs) - 1);
                     assert!(r.start <= r.end && r.end <= dev, "{text:?}");
                 }
             }

@@ -118,6 +118,7 @@ fn defaults_match_fio() {
         iodepth: 1,
         size: SizeSpec::Whole,
         offset: SizeSpec::Bytes(0),
+        offset_increment: SizeSpec::Bytes(0),
         runtime_ns: None,
         time_based: false,
         loops: 1,
@@ -354,6 +355,35 @@ fn stonewalls_split_groups_and_numjobs_clones_run_with_their_own_seeds() {
     assert_eq!(seeds[0], 7, "the first clone keeps the job's randseed");
     assert!(seeds[0] != seeds[1] && seeds[1] != seeds[2] && seeds[0] != seeds[2], "clones differ: {seeds:?}");
     assert_eq!(file.plan(1 << 30, 1).unwrap()[0].members[2].spec.seed, seeds[2], "and are deterministic");
+    let regions = |g: &Group| g.members.iter().map(|m| (m.spec.offset, m.spec.length)).collect::<Vec<_>>();
+    assert_eq!(regions(g0), [(0, 1 << 20); 4], "without offset_increment the clones share the region");
+}
+
+#[test]
+fn offset_increment_moves_each_clone_as_fio_does() {
+    let regions = |text: &str, dev: u64| -> Result<Vec<(u64, u64)>, String> {
+        let groups = parse(text).unwrap().plan(dev, 1).map_err(|e| e.to_string())?;
+        Ok(groups[0].members.iter().map(|m| (m.spec.offset, m.spec.offset + m.spec.length)).collect())
+    };
+    let m = 1 << 20;
+    let four = "[j]\nbs=4k\nsize=1m\noffset_increment=1m\nnumjobs=4\n";
+    assert_eq!(regions(four, 4 * m).unwrap(), [(0, m), (m, 2 * m), (2 * m, 3 * m), (3 * m, 4 * m)]);
+    // Percentages of the drive; the sum aligns up to bs (fio's
+    // get_start_offset): 100k + 10 % of 4 MiB = 521,830 -> 524,288.
+    let text = "[j]\nbs=4k\nsize=1m\noffset=100k\noffset_increment=10%\nnumjobs=2\n";
+    assert_eq!(regions(text, 4 * m).unwrap(), [(102_400, 102_400 + m), (524_288, 524_288 + m)]);
+    let quarters = "[j]\nbs=4k\nsize=25%\noffset_increment=25%\nnumjobs=4\n";
+    assert_eq!(regions(quarters, 4 * m).unwrap(), [(0, m), (m, 2 * m), (2 * m, 3 * m), (3 * m, 4 * m)]);
+    // A percentage region is clamped at the drive's end, as the job's own is.
+    let wide = "[j]\nbs=4k\nsize=50%\noffset_increment=30%\nnumjobs=3\n";
+    assert_eq!(regions(wide, 10 * m).unwrap()[2], (6 * m, 10 * m));
+    // A byte region past the drive names offset_increment and the clone.
+    let e = regions(four, 3 * m).unwrap_err();
+    assert!(e.contains("offset_increment") && e.contains("clone 3 of numjobs=4"), "{e}");
+    // A clone with no room for one command, likewise.
+    let e = regions("[j]\nbs=4k\noffset_increment=60%\nnumjobs=3\n", 4 * m).unwrap_err();
+    assert!(e.contains("offset_increment"), "{e}");
+    assert!(regions("[j]\nsize=1m\noffset_increment=1m\n", 4 * m).is_ok(), "one clone never moves");
 }
 
 #[test]
