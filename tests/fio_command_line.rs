@@ -343,6 +343,8 @@ fn a_job_makes_the_io_fio_makes_and_keeps_fios_random_map() {
         (&["--name=j", "--rw=write", "--bs=4k", "--size=1m", "--io_size=10k", "--loops=2"], [(0, 0), (5, 20480)]),
         (&["--name=j", "--rw=write", "--bs=4k", "--size=64k", "--number_ios=5", "--loops=3"], [(0, 0), (15, 61440)]),
         (&["--name=j", "--rw=randwrite", "--bs=6k", "--size=1m", "--io_size=2m"], [(0, 0), (342, 2_101_248)]),
+        // A job that ends within its ramp_time reports all it did.
+        (&["--name=j", "--rw=write", "--bs=4k", "--size=1m", "--ramp_time=10"], [(0, 0), (256, 1 << 20)]),
     ];
     for (args, fio_counts) in cases {
         let (_, value) = ours("counts.json", args);

@@ -108,6 +108,11 @@ impl Sampler {
         }
     }
 
+    /// The same windows, empty, from `start`.
+    fn restarted(&self, start: SimTime) -> Self {
+        Sampler { start, base: 0, open: BTreeMap::new(), stats: Default::default(), ..*self }
+    }
+
     fn window(&self, t: SimTime) -> u64 {
         t.0.saturating_sub(self.start.0) / (self.window_ms * 1_000_000)
     }
@@ -181,6 +186,17 @@ impl FioStats {
             depth: [0; 7],
             latency: [0; 32],
         }
+    }
+
+    /// Nothing counted yet, windows from `start`: fio's reset when a job's
+    /// `ramp_time` ends.
+    pub(super) fn restart(&mut self, start: SimTime) {
+        *self = FioStats {
+            iops: self.iops.restarted(start),
+            bw: self.bw.restarted(start),
+            depth: [0; 7],
+            latency: [0; 32],
+        };
     }
 
     /// A command of `kind` issued at `submitted` with `depth` commands in

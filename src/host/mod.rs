@@ -112,6 +112,10 @@ pub struct HostQueue {
     /// Commands done before this are a warm-up, not counted (fio's
     /// `ramp_time`); `start` unless set.
     measured: SimTime,
+    /// Whether a command completed at or after `measured`: until then
+    /// everything is counted, as fio counts all of a job that ends within
+    /// its `ramp_time`, and the first such command clears the counts.
+    warmed: bool,
 }
 
 /// Kinds of command a queue tells apart in its latencies.
@@ -141,20 +145,25 @@ impl HostQueue {
             kind: CommandKind::Write as usize,
             fio: None,
             measured: start,
+            warmed: true,
         }
     }
 
-    /// Commands done before `at` are a warm-up: no latency or fio figure
-    /// counts them, and the queue's measured time starts there
-    /// ([`HostQueue::started_at`]).
+    /// Commands done before `at` are a warm-up: once a command completes at
+    /// or after `at`, no latency or fio figure counts them, and the queue's
+    /// measured time starts there ([`HostQueue::started_at`]). A queue
+    /// whose commands all complete before `at` reports them all, from its
+    /// start ([`HostQueue::reported_from`]), as fio reports a job that
+    /// ends within its `ramp_time`.
     pub fn measure_from(&mut self, at: SimTime) {
         self.measured = at.max(self.start);
+        self.warmed = self.measured == self.start;
     }
 
     /// From now on the queue also counts what fio reports beside
     /// latencies, for commands of `bytes` each (see [`FioCounts`]).
     pub fn count_for_fio(&mut self, iops_window_ms: u32, bw_window_ms: u32, bytes: u64) {
-        self.fio = Some(Box::new(FioStats::new(iops_window_ms, bw_window_ms, bytes, self.measured)));
+        self.fio = Some(Box::new(FioStats::new(iops_window_ms, bw_window_ms, bytes, self.reported_from())));
     }
 
     /// What the queue counted for fio, its last unfilled window left out.
@@ -203,7 +212,16 @@ impl HostQueue {
 
     /// Records that a command issued at `submitted` completed at `done`.
     pub fn complete(&mut self, submitted: SimTime, done: SimTime) {
-        let counted = done >= self.measured;
+        if !self.warmed && done >= self.measured {
+            // The warm-up is over: what it counted is dropped (fio's
+            // reset_all_stats when ramp_time ends).
+            self.warmed = true;
+            self.latencies = Default::default();
+            if let Some(fio) = self.fio.as_mut() {
+                fio.restart(self.measured);
+            }
+        }
+        let counted = !self.warmed || done >= self.measured;
         if let Some(fio) = self.fio.as_mut().filter(|_| counted) {
             // In flight when it was issued: those done later, and itself.
             let depth = self.in_flight.len() - self.in_flight.partition_point(|&t| t <= submitted) + 1;
@@ -226,10 +244,21 @@ impl HostQueue {
         self.last_done.max(self.clock)
     }
 
-    /// When the queue's measured time started: its start, or the end of
-    /// its warm-up ([`HostQueue::measure_from`]).
+    /// When the queue's measured time starts: its start, or the end of
+    /// its warm-up ([`HostQueue::measure_from`]). Limits on a job's
+    /// commands and run time count from here.
     pub fn started_at(&self) -> SimTime {
         self.measured
+    }
+
+    /// When what the queue reports starts: [`HostQueue::started_at`], or its
+    /// start while every completion so far fell in the warm-up.
+    pub fn reported_from(&self) -> SimTime {
+        if self.warmed {
+            self.measured
+        } else {
+            self.start
+        }
     }
 
     /// The latencies of `kind` recorded so far.
@@ -243,7 +272,7 @@ impl HostQueue {
     }
 
     fn elapsed(&self) -> u64 {
-        self.finished_at().0.saturating_sub(self.measured.0)
+        self.finished_at().0.saturating_sub(self.reported_from().0)
     }
 
     /// What the queue saw of every command kind together.
@@ -531,6 +560,26 @@ mod tests {
         assert_eq!((s.commands, s.elapsed_ns), (2, 80), "done at 120 and 180, measured from 100");
         assert_eq!(q.started_at(), SimTime(100));
         assert_eq!(q.fio_counts().map(|c| c.depth.iter().sum::<u64>()), Some(2));
+    }
+
+    #[test]
+    fn a_queue_done_within_its_warm_up_reports_everything() {
+        let mut q = HostQueue::new(1, SimTime(10));
+        q.measure_from(SimTime(1_000));
+        q.count_for_fio(500, 500, 4096);
+        for done in [70, 130] {
+            let s = q.submit_time();
+            q.complete(s, SimTime(done));
+        }
+        let s = q.summary();
+        assert_eq!((s.commands, s.elapsed_ns), (2, 120), "both, from the start at 10");
+        assert_eq!((q.started_at(), q.reported_from()), (SimTime(1_000), SimTime(10)));
+        assert_eq!(q.fio_counts().map(|c| c.depth.iter().sum::<u64>()), Some(2));
+        // One completion past the warm-up clears what it counted.
+        let s = q.submit_time();
+        q.complete(s, SimTime(1_100));
+        assert_eq!((q.summary().commands, q.reported_from()), (1, SimTime(1_000)));
+        assert_eq!(q.fio_counts().map(|c| c.depth.iter().sum::<u64>()), Some(1));
     }
 
     #[test]

@@ -521,8 +521,8 @@ impl<'a> Running<'a> {
     }
 
     fn result(&self) -> JobResult {
-        // A job that ended in its warm-up measured nothing.
-        let start = self.queue.started_at().0;
+        // A job that ended in its warm-up reports all it did.
+        let start = self.queue.reported_from().0;
         let end = self.queue.finished_at().0.max(start);
         let dir = |kind| dir_result(self.queue.latencies(kind), self.spec.bs, end - start);
         JobResult {
@@ -539,10 +539,10 @@ impl<'a> Running<'a> {
 
     /// `jobs` (at least one) as one job: fio's `group_reporting`.
     fn merged(jobs: &[Running]) -> JobResult {
-        let start = jobs.iter().map(|j| j.queue.started_at().0).min().unwrap_or(0);
+        let start = jobs.iter().map(|j| j.queue.reported_from().0).min().unwrap_or(0);
         // fio's group runtime is its longest job's, not the span of jobs
         // that started apart (stat.c sum_thread_stats).
-        let ran = |j: &Running| j.queue.finished_at().0.saturating_sub(j.queue.started_at().0);
+        let ran = |j: &Running| j.queue.finished_at().0.saturating_sub(j.queue.reported_from().0);
         let end = start + jobs.iter().map(ran).max().unwrap_or(0);
         let dir = |kind| {
             let (mut hist, mut io_bytes) = (LatencyHistogram::default(), 0);

@@ -14,8 +14,10 @@ pub struct FioTiming {
     /// Bandwidth samples, ms.
     pub bw_ms: u32,
     /// Simulated ns the job runs before anything is counted: its commands
-    /// done by then count in no figure and toward no limit, and its
-    /// `runtime` starts after it, as fio's `ramp_time` does.
+    /// done by then count in no figure and toward no `number_ios`, and its
+    /// `runtime` starts after it, as fio's `ramp_time` does (they count
+    /// toward its size); a job that ends within it reports them all, as
+    /// fio does.
     pub ramp_ns: u64,
     /// Simulated ns the job waits before its first command (`startdelay`).
     pub start_delay_ns: u64,
