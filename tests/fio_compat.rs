@@ -532,9 +532,11 @@ fn rates_follow_fios_rules_for_mixes_warm_ups_runtimes_and_groups() {
     let warm = run(&["--name=w", "--rw=write", "--size=4m", "--rate_iops=1000", "--ramp_time=500ms"]);
     let ios = f(&warm, 0, "write", "total_ios");
     assert!((500.0..=530.0).contains(&ios), "the warm-up counts toward the size, not the figures: {ios}");
+    // A job done within its warm-up reports all it did, as fio's does
+    // (fio clears its counts when ramp_time ends, and this one never got there).
     let ended_warm = run(&["--name=w", "--rw=write", "--size=4m", "--iodepth=32", "--ramp_time=10s"]);
-    assert_eq!(ended_warm["jobs"][0]["elapsed_ns"], 0, "a job done in its warm-up measured nothing");
-    assert_eq!(ended_warm["jobs"][0]["write"]["total_ios"], 0);
+    assert_eq!(ended_warm["jobs"][0]["write"]["total_ios"], 1024, "{}", ended_warm["jobs"][0]);
+    assert!(f(&ended_warm, 0, "write", "runtime") > 0.0, "its run time too");
     let group = run(&[
         "--group_reporting",
         "--rate_iops=1000",
