@@ -35,6 +35,7 @@ fn bench(c: &mut Criterion) {
                     name: "randwrite".into(),
                     rw: Rw::RandWrite,
                     bs: 4096,
+                    sizes: Default::default(),
                     iodepth: 32,
                     offset: 0,
                     length: CAPACITY,

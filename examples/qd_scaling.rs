@@ -37,6 +37,7 @@ fn main() -> Result<(), Box<dyn Error>> {
                 name: format!("randread-qd{qd}"),
                 rw: Rw::RandRead,
                 bs: 4096,
+                sizes: Default::default(),
                 iodepth: qd,
                 offset: 0,
                 length: capacity,

@@ -47,6 +47,7 @@
 //!     name: "4k-randwrite".into(),
 //!     rw: Rw::RandWrite,
 //!     bs: 4096,
+//!     sizes: Default::default(),
 //!     iodepth: 32,
 //!     offset: 0,
 //!     length: capacity,

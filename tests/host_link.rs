@@ -66,6 +66,7 @@ fn one_large_write_streams_as_fast_as_a_queue_of_small_ones() {
                 name: format!("write {bs} at QD {qd}"),
                 rw: Rw::Write,
                 bs,
+                sizes: Default::default(),
                 iodepth: qd,
                 offset: 0,
                 length: 256 * MIB,

@@ -57,6 +57,7 @@ fn spec(rw: Rw, bs: u64, iodepth: u32) -> JobSpec {
         name: "j".into(),
         rw,
         bs,
+        sizes: Default::default(),
         iodepth,
         offset: 0,
         length: 1 << 30,

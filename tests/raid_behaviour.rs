@@ -84,6 +84,7 @@ fn emptied_blocks_erased_in_idle_time_restore_write_speed() {
         name: "torture".into(),
         rw: Rw::RandWrite,
         bs: 4096,
+        sizes: Default::default(),
         iodepth: 32,
         offset: 0,
         length: cap,

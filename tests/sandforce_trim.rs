@@ -204,6 +204,7 @@ fn the_life_curve_holds_a_worn_drive_to_its_rate_until_idle_time_catches_up() {
             name: "sweep".into(),
             rw: Rw::Write,
             bs: 128 << 10,
+            sizes: Default::default(),
             iodepth: 1,
             offset: 0,
             length: 64 << 20,

@@ -504,7 +504,8 @@ pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
         .enumerate()
         .filter_map(|(i, j)| {
             let group = groups.iter().find(|g| g.members.iter().any(|m| m.job == i))?.id;
-            let (name, rw, bs, iodepth, clones) = (j.name.as_str(), fio::rw_name(j.rw), j.bs, j.iodepth, j.numjobs);
+            let bs = j.block_sizes.clone().map(|c| (c.min(), c.max()));
+            let (name, rw, iodepth, clones) = (j.name.as_str(), fio::rw_name(j.rw), j.iodepth, j.numjobs);
             Some(JobLine { name, group, rw, bs, iodepth, clones })
         })
         .collect();

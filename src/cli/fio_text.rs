@@ -146,7 +146,8 @@ pub(crate) struct JobLine<'a> {
     pub(crate) name: &'a str,
     pub(crate) group: u32,
     pub(crate) rw: &'static str,
-    pub(crate) bs: u64,
+    /// The smallest and largest block size of reads, writes and TRIMs.
+    pub(crate) bs: [(u64, u64); 3],
     pub(crate) iodepth: u32,
     pub(crate) clones: u32,
 }
@@ -156,9 +157,9 @@ pub(crate) struct JobLine<'a> {
 pub(crate) fn preamble(jobs: &[JobLine]) -> String {
     let mut out = String::new();
     for j in jobs {
-        let bs = num2str(j.bs, 4, true, "B");
+        let [r, w, t] = j.bs.map(|(lo, hi)| format!("{}-{}", num2str(lo, 4, true, "B"), num2str(hi, 4, true, "B")));
         out += &format!(
-            "{}: (g={}): rw={}, bs=(R) {bs}-{bs}, (W) {bs}-{bs}, (T) {bs}-{bs}, ioengine=duraflash, iodepth={}\n",
+            "{}: (g={}): rw={}, bs=(R) {r}, (W) {w}, (T) {t}, ioengine=duraflash, iodepth={}\n",
             j.name, j.group, j.rw, j.iodepth
         );
         if j.clones > 1 {

@@ -52,8 +52,9 @@ use write::COMMIT_SLICE_UNITS;
 pub trait Issuer {
     /// When the next command is submitted.
     fn submit_time(&mut self) -> SimTime;
-    /// The command submitted at `submitted` completed at `done`.
-    fn complete(&mut self, submitted: SimTime, done: SimTime);
+    /// The command submitted at `submitted`, of `bytes` (read, written
+    /// or trimmed), completed at `done`.
+    fn complete(&mut self, submitted: SimTime, done: SimTime, bytes: u64);
 }
 
 /// Commands issued one after another, each when the previous one
@@ -66,7 +67,7 @@ impl Issuer for Serial {
         self.0
     }
 
-    fn complete(&mut self, _submitted: SimTime, done: SimTime) {
+    fn complete(&mut self, _submitted: SimTime, done: SimTime, _bytes: u64) {
         self.0 = self.0.max(done);
     }
 }

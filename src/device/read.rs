@@ -137,7 +137,7 @@ impl Drive {
         let (done, nand_reads) = self.time_read(submitted, &plan);
         self.counters.host_page_reads += nand_reads;
         self.counters.host_read_bytes += bytes;
-        queue.complete(submitted, done);
+        queue.complete(submitted, done, bytes);
         self.advance(done)?;
         Ok(want_data.then_some(out))
     }

@@ -4,7 +4,7 @@
 use super::{Drive, Issuer, Serial};
 use crate::error::DriveError;
 use crate::firmware::DSM_MAX_SECTORS;
-use crate::units::{Lba, Lpn};
+use crate::units::{Lba, Lpn, SECTOR_BYTES};
 
 impl Drive {
     /// TRIMs `(lba, sectors)` ranges, issued when the previous command
@@ -61,7 +61,8 @@ impl Drive {
         let submitted = queue.submit_time();
         let extra = self.config.timing.trim_range_ns.saturating_mul(ranges.len() as u64);
         let done = self.timeline.firmware(submitted, extra).max(self.timeline.link_floor(submitted));
-        queue.complete(submitted, done);
+        let bytes = ranges.iter().map(|&(_, sectors)| sectors.saturating_mul(SECTOR_BYTES)).sum();
+        queue.complete(submitted, done, bytes);
         self.advance(done)?;
         Ok(unmapped)
     }

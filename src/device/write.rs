@@ -95,7 +95,7 @@ impl Drive {
         for (r, (_, data)) in requests.iter().enumerate() {
             let submitted = queue.submit_time();
             let done = self.time_write(data.len() as u64, &ops[self.marks[r]..self.marks[r + 1]], submitted);
-            queue.complete(submitted, done);
+            queue.complete(submitted, done, data.len() as u64);
             self.advance(done)?;
         }
         self.ops_spare = ops;

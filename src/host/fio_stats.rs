@@ -80,9 +80,6 @@ impl SampleStat {
 #[derive(Clone, Debug)]
 struct Sampler {
     window_ms: u64,
-    /// What one command adds to a sample's numerator: 1 for IOPS, its
-    /// bytes for bandwidth.
-    per_command: u64,
     /// 1024 for KiB/s, 1 for IOPS.
     divisor: u64,
     start: SimTime,
@@ -96,10 +93,9 @@ struct Sampler {
 }
 
 impl Sampler {
-    fn new(window_ms: u32, per_command: u64, divisor: u64, start: SimTime) -> Self {
+    fn new(window_ms: u32, divisor: u64, start: SimTime) -> Self {
         Sampler {
             window_ms: u64::from(window_ms.max(1)),
-            per_command,
             divisor,
             start,
             base: 0,
@@ -125,7 +121,7 @@ impl Sampler {
         while let Some(entry) = self.open.first_entry().filter(|e| *e.key() < upto) {
             for (stat, &n) in self.stats.iter_mut().zip(&entry.remove()) {
                 if n > 0 {
-                    let delta = u128::from(n) * u128::from(self.per_command);
+                    let delta = u128::from(n);
                     let rate = delta * 1000 / u128::from(self.window_ms) / u128::from(self.divisor);
                     stat.add(u64::try_from(rate).unwrap_or(u64::MAX));
                 }
@@ -134,13 +130,15 @@ impl Sampler {
         self.base = self.base.max(upto);
     }
 
-    /// A command of `kind` issued at `submitted` completed at `done`. Later
-    /// commands are issued no earlier, so windows that ended by `submitted`
-    /// are complete.
-    fn record(&mut self, kind: usize, submitted: SimTime, done: SimTime) {
+    /// A command of `kind` issued at `submitted` completed at `done`,
+    /// adding `amount` to its window (1 for IOPS, its bytes for
+    /// bandwidth). Later commands are issued no earlier, so windows that
+    /// ended by `submitted` are complete.
+    fn record(&mut self, kind: usize, submitted: SimTime, done: SimTime, amount: u64) {
         self.close_before(submitted);
         let at = self.window(done).max(self.base);
-        self.open.entry(at).or_insert([0; KINDS])[kind] += 1;
+        let sum = &mut self.open.entry(at).or_insert([0; KINDS])[kind];
+        *sum = sum.saturating_add(amount);
     }
 }
 
@@ -177,12 +175,11 @@ pub struct FioCounts {
 }
 
 impl FioStats {
-    /// Windows of `iops_ms` and `bw_ms` from `start`, for commands of
-    /// `bytes` each.
-    pub fn new(iops_ms: u32, bw_ms: u32, bytes: u64, start: SimTime) -> Self {
+    /// Windows of `iops_ms` and `bw_ms` from `start`.
+    pub fn new(iops_ms: u32, bw_ms: u32, start: SimTime) -> Self {
         FioStats {
-            iops: Sampler::new(iops_ms, 1, 1, start),
-            bw: Sampler::new(bw_ms, bytes, 1024, start),
+            iops: Sampler::new(iops_ms, 1, start),
+            bw: Sampler::new(bw_ms, 1024, start),
             depth: [0; 7],
             latency: [0; 32],
         }
@@ -199,11 +196,11 @@ impl FioStats {
         };
     }
 
-    /// A command of `kind` issued at `submitted` with `depth` commands in
-    /// flight (itself included) completed at `done`.
-    pub(super) fn record(&mut self, kind: usize, submitted: SimTime, done: SimTime, depth: usize) {
-        self.iops.record(kind, submitted, done);
-        self.bw.record(kind, submitted, done);
+    /// A command of `kind` and `bytes` issued at `submitted` with `depth`
+    /// commands in flight (itself included) completed at `done`.
+    pub(super) fn record(&mut self, kind: usize, submitted: SimTime, done: SimTime, depth: usize, bytes: u64) {
+        self.iops.record(kind, submitted, done, 1);
+        self.bw.record(kind, submitted, done, bytes);
         let level = (usize::BITS - depth.max(1).leading_zeros() - 1) as usize;
         self.depth[level.min(6)] += 1;
         let ns = done.0.saturating_sub(submitted.0);
@@ -249,12 +246,12 @@ mod tests {
 
     #[test]
     fn windows_sample_what_completed_in_them_and_the_unfilled_one_adds_nothing() {
-        let mut s = FioStats::new(500, 500, 4096, SimTime(0));
+        let mut s = FioStats::new(500, 500, SimTime(0));
         // 100 reads in the first window, 300 in the second, 50 in a third cut short.
         for (n, from) in [(100, 0), (300, 500 * MS), (50, 1000 * MS)] {
             for i in 0..n {
                 let t = SimTime(from + i * MS);
-                s.record(0, t, t, 1);
+                s.record(0, t, t, 1, 4096);
             }
         }
         let c = s.finish(SimTime(1100 * MS));
@@ -264,14 +261,20 @@ mod tests {
         assert!((iops.stddev() - 282.842_712).abs() < 1e-5, "{}", iops.stddev());
         assert_eq!((c.bw[0].min, c.bw[0].max), (800, 2400), "KiB/s: 100 x 4 KiB in 0.5 s");
         assert_eq!(c.iops[1].samples, 0, "no writes, no samples");
+        // Bandwidth sums each command's own bytes (bsrange, bssplit).
+        let mut s = FioStats::new(500, 500, SimTime(0));
+        s.record(1, SimTime(0), SimTime(MS), 1, 4096);
+        s.record(1, SimTime(MS), SimTime(2 * MS), 1, 65536);
+        let c = s.finish(SimTime(500 * MS));
+        assert_eq!((c.bw[1].max, c.iops[1].max), (136, 4), "69632 B and 2 commands in 0.5 s");
     }
 
     #[test]
     fn a_completion_after_later_windows_lands_in_its_own() {
-        let mut s = FioStats::new(100, 100, 512, SimTime(10 * MS));
+        let mut s = FioStats::new(100, 100, SimTime(10 * MS));
         // Issued at 10 ms, done at 350 ms: window 3. Then one issued and done at 50 ms: window 0.
-        s.record(1, SimTime(10 * MS), SimTime(350 * MS), 2);
-        s.record(1, SimTime(50 * MS), SimTime(50 * MS), 2);
+        s.record(1, SimTime(10 * MS), SimTime(350 * MS), 2, 512);
+        s.record(1, SimTime(50 * MS), SimTime(50 * MS), 2, 512);
         let c = s.finish(SimTime(500 * MS));
         assert_eq!(c.iops[1].samples, 2);
         assert_eq!((c.iops[1].min, c.iops[1].max), (10, 10));
@@ -280,10 +283,10 @@ mod tests {
 
     #[test]
     fn a_completion_years_later_keeps_one_window_not_one_per_window_between() {
-        let mut s = FioStats::new(1, 500, 4096, SimTime(0));
+        let mut s = FioStats::new(1, 500, SimTime(0));
         let years = SimTime(100 * 365 * 86_400 * 1_000 * MS);
-        s.record(1, SimTime(0), years, 1);
-        s.record(1, SimTime(2 * MS), SimTime(2 * MS), 1);
+        s.record(1, SimTime(0), years, 1, 4096);
+        s.record(1, SimTime(2 * MS), SimTime(2 * MS), 1, 4096);
         assert_eq!((s.iops.open.len(), s.bw.open.len()), (2, 2));
         let c = s.finish(SimTime(years.0 + 1_000 * MS));
         assert_eq!((c.iops[1].samples, c.iops[1].max), (2, 1000), "one command in each of two 1 ms windows");
@@ -291,7 +294,7 @@ mod tests {
 
     #[test]
     fn latency_ranges_and_depths_split_where_fio_splits_them() {
-        let mut s = FioStats::new(500, 500, 4096, SimTime(0));
+        let mut s = FioStats::new(500, 500, SimTime(0));
         let cases = [
             (1, 1, 0),
             (2, 2, 1),
@@ -305,7 +308,7 @@ mod tests {
             (2_000_000_000, 1, 31),
         ];
         for (ns, depth, _) in cases {
-            s.record(0, SimTime(0), SimTime(ns), depth);
+            s.record(0, SimTime(0), SimTime(ns), depth, 4096);
         }
         let c = s.finish(SimTime(0));
         for (ns, _, range) in cases {

@@ -394,7 +394,7 @@ impl BlockDevice for Array {
                     done = done.max(t);
                 }
             }
-            queue.complete(submitted, done);
+            queue.complete(submitted, done, data.len() as u64);
         }
         Ok(())
     }
@@ -424,7 +424,7 @@ impl BlockDevice for Array {
                 }
             }
         }
-        queue.complete(submitted, done);
+        queue.complete(submitted, done, sectors * SECTOR_BYTES);
         Ok(out)
     }
 
@@ -446,7 +446,8 @@ impl BlockDevice for Array {
                 }
             }
         }
-        queue.complete(submitted, done);
+        let bytes = ranges.iter().map(|&(_, sectors)| sectors.saturating_mul(SECTOR_BYTES)).sum();
+        queue.complete(submitted, done, bytes);
         Ok(unmapped)
     }
 

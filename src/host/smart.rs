@@ -193,6 +193,7 @@ mod tests {
             name: "rw".into(),
             rw: Rw::RandWrite,
             bs: 4096,
+            sizes: Default::default(),
             iodepth: 8,
             offset: 0,
             length: cap,

@@ -148,6 +148,7 @@ pub fn run(
             name: format!("{}-{rw:?}", corpus.name),
             rw,
             bs,
+            sizes: Default::default(),
             iodepth: 32,
             offset: 0,
             length,

@@ -95,6 +95,7 @@ pub fn as_ssd(drive: &mut Drive, file_bytes: u64, seed: u64) -> Result<AsSsd, St
         name: "as-ssd seq".into(),
         rw: Rw::Write,
         bs,
+        sizes: Default::default(),
         iodepth: 1,
         offset: 0,
         length: file / bs * bs,

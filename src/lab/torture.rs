@@ -245,6 +245,7 @@ pub fn fill_and_torture(
         name: "torture".into(),
         rw: Rw::RandWrite,
         bs: 4096,
+        sizes: Default::default(),
         iodepth: qd,
         offset: 0,
         length: ((capacity as f64 * span.clamp(0.0, 1.0)) as u64 / 4096 * 4096).max(4096),

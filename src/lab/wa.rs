@@ -426,7 +426,7 @@ impl Writer {
     }
 
     fn add(&mut self, slot: u64) {
-        self.batch.add(Lba(slot * self.sectors));
+        self.batch.add(Lba(slot * self.sectors), self.sectors * SECTOR_BYTES);
     }
 
     /// Writes the batch as [`Drive::write_batch`] does: through a queue of

@@ -1,9 +1,9 @@
-//! The batch writer jobs and studies share: fixed-size write requests
-//! gathered into one [`BlockDevice::write_batch_on`] call, so the drive's
-//! pipeline has units to compress and hash in parallel (timing stays per
-//! command), with their content generated all at once.
+//! The batch writer jobs and studies share: write requests of up to `bs`
+//! bytes gathered into one [`BlockDevice::write_batch_on`] call, so the
+//! drive's pipeline has units to compress and hash in parallel (timing
+//! stays per command), with their content generated all at once.
 //!
-//! Owns the batch's buffer: one `bs`-sized slot per request when the
+//! Owns the batch's buffer: room for every request at `bs` when the
 //! device needs content, else one shared zeroed request (a content-free
 //! drive ignores the bytes), allocated at the first flush, so a job that
 //! never writes holds none ([`WriteBatch::bytes_for`] sizes it before any
@@ -19,7 +19,7 @@ use crate::units::Lba;
 /// `bs` does not multiply into a huge buffer.
 pub const BATCH_BYTES: usize = 16 << 20;
 
-/// Pending writes of `bs` bytes each and their generated content.
+/// Pending writes of up to `bs` bytes each and their generated content.
 #[derive(Debug)]
 pub struct WriteBatch {
     content: bool,
@@ -27,12 +27,14 @@ pub struct WriteBatch {
     /// Requests per batch: 1 to the `max_requests` asked for, within BATCH_BYTES.
     max: usize,
     lbas: Vec<Lba>,
+    /// Each request's bytes.
+    lens: Vec<usize>,
     /// Empty until the first flush.
     buf: Vec<u8>,
 }
 
 impl WriteBatch {
-    /// A batch of up to `max_requests` requests of `bs` bytes (fewer when
+    /// A batch of up to `max_requests` requests of up to `bs` bytes (fewer when
     /// they would pass [`BATCH_BYTES`], at least one); `content`: whether
     /// the device needs the bytes ([`BlockDevice::needs_content`]).
     pub fn new(content: bool, bs: u64, max_requests: usize) -> Self {
@@ -41,6 +43,7 @@ impl WriteBatch {
             bs: bs as usize,
             max: Self::requests(bs, max_requests),
             lbas: Vec::new(),
+            lens: Vec::new(),
             buf: Vec::new(),
         }
     }
@@ -81,9 +84,10 @@ impl WriteBatch {
         self.lbas.len() >= self.max
     }
 
-    /// Queues a write of `bs` bytes at `lba`.
-    pub fn add(&mut self, lba: Lba) {
+    /// Queues a write of `bytes` (at most the batch's `bs`) at `lba`.
+    pub fn add(&mut self, lba: Lba, bytes: u64) {
         self.lbas.push(lba);
+        self.lens.push((bytes as usize).min(self.bs));
     }
 
     /// Generates the batch's payloads (all at once, so a generator can
@@ -102,22 +106,31 @@ impl WriteBatch {
         if self.buf.is_empty() {
             self.buf = vec![0; if self.content { bs * self.max } else { bs }];
         }
+        let total: usize = self.lens.iter().sum();
         if self.content {
-            content.fill_batch(&self.lbas, &mut self.buf[..self.lbas.len() * bs]);
+            if self.lens.iter().all(|&n| n == self.lens[0]) {
+                content.fill_batch(&self.lbas, &mut self.buf[..total]);
+            } else {
+                let mut rest = &mut self.buf[..total];
+                for (&lba, &n) in self.lbas.iter().zip(&self.lens) {
+                    let (one, more) = rest.split_at_mut(n);
+                    content.fill(lba, one);
+                    rest = more;
+                }
+            }
         }
-        let requests: Vec<(Lba, &[u8])> = self
-            .lbas
-            .iter()
-            .enumerate()
-            .map(|(i, &lba)| {
-                // Content-free devices ignore bytes: every request shares one buffer.
-                let at = if self.content { i * bs } else { 0 };
-                (lba, &self.buf[at..at + bs])
-            })
-            .collect();
+        let mut at = 0;
+        let mut requests: Vec<(Lba, &[u8])> = Vec::with_capacity(self.lbas.len());
+        for (&lba, &n) in self.lbas.iter().zip(&self.lens) {
+            // Content-free devices ignore bytes: every request shares one buffer.
+            let from = if self.content { at } else { 0 };
+            requests.push((lba, &self.buf[from..from + n]));
+            at += n;
+        }
         queue.set_kind(CommandKind::Write);
         let result = drive.write_batch_on(&requests, queue);
         self.lbas.clear();
+        self.lens.clear();
         result
     }
 }

@@ -9,11 +9,12 @@ use serde::Serialize;
 use crate::content::pattern::{unit_seed, DataSpec, PatternGen};
 use crate::content::Content;
 use crate::host::{BlockDevice, CommandKind, FioCounts, HostQueue, LatencyHistogram, QueueSummary};
-use crate::units::{Lba, SimTime, SECTOR_BYTES};
-use crate::workload::access::{Access, Distribution, Rw, SlotStream};
+use crate::units::SECTOR_BYTES;
+use crate::workload::access::{Access, Distribution, Rw};
 use crate::workload::batch::WriteBatch;
 pub use crate::workload::pace::FioTiming;
 use crate::workload::pace::Pace;
+use crate::workload::sizes::{BlockSizes, Placer};
 use crate::workload::WorkloadError;
 
 /// Writes gathered into one pipeline batch at most (timing stays per
@@ -41,8 +42,12 @@ pub struct JobSpec {
     /// Command pattern (fio's `rw`).
     #[serde(serialize_with = "serialize_debug")]
     pub rw: Rw,
-    /// Bytes per command: a positive multiple of 512.
+    /// Bytes per command: a positive multiple of 512. With `sizes`, the
+    /// smallest, to which random commands align (fio's minimum `bs`).
     pub bs: u64,
+    /// Sizes of reads, writes and TRIMs when they are not all `bs` (fio's
+    /// `bs` per direction, `bsrange`, `bssplit`).
+    pub sizes: BlockSizes,
     /// Commands kept outstanding.
     pub iodepth: u32,
     /// First byte of the region the job touches.
@@ -149,10 +154,29 @@ impl JobSpec {
                 self.bs
             ))
         })?;
+        self.sizes.check(self.bs, self.length, &self.kinds()).map_err(WorkloadError::BadSpec)?;
         if self.rwmixread > 100 {
             return bad(format!("rwmixread {} is over 100", self.rwmixread));
         }
         Ok(self.data.validate()?)
+    }
+
+    /// The kinds of command the job issues.
+    pub fn kinds(&self) -> Vec<CommandKind> {
+        let rw = self.rw;
+        [
+            (rw.does_read(), CommandKind::Read),
+            (rw.does_write(), CommandKind::Write),
+            (rw.does_trim(), CommandKind::Trim),
+        ]
+        .into_iter()
+        .filter_map(|(does, kind)| does.then_some(kind))
+        .collect()
+    }
+
+    /// The largest command the job issues.
+    pub fn largest_command(&self) -> u64 {
+        self.sizes.largest(self.bs, &self.kinds())
     }
 }
 
@@ -269,8 +293,8 @@ where
             let t = timing(i);
             let start = job.queue.started_at();
             job.queue.measure_from(start + t.ramp_ns);
-            job.queue.count_for_fio(t.iops_ms, t.bw_ms, s.bs);
-            job.pace = t.limits_rate().then(|| Pace::new(t, s.bs, start, start + t.ramp_ns));
+            job.queue.count_for_fio(t.iops_ms, t.bw_ms);
+            job.pace = t.limits_rate().then(|| Pace::new(t, start, start + t.ramp_ns));
             job.runtime_cap = t.runtime_cap_ns;
         }
         jobs.push(job);
@@ -327,6 +351,8 @@ pub struct GroupMemory {
     /// The largest command, in bytes: the drive's working state for a
     /// command grows with it.
     pub largest_command: u64,
+    /// The random maps of jobs with several block sizes (a bit a slot).
+    pub random_maps: u64,
 }
 
 impl GroupMemory {
@@ -336,7 +362,7 @@ impl GroupMemory {
         let mut m = GroupMemory::default();
         for s in specs {
             if s.rw.does_write() {
-                let batch = WriteBatch::bytes_for(content, s.bs, group_batch(s, specs.len()));
+                let batch = WriteBatch::bytes_for(content, s.largest_command(), group_batch(s, specs.len()));
                 m.write_buffers = m.write_buffers.saturating_add(batch);
             }
             let commands = match s.limit {
@@ -345,233 +371,12 @@ impl GroupMemory {
                 Limit::Time(_) => u64::MAX,
             };
             m.queues = m.queues.saturating_add(HostQueue::bytes_for(s.iodepth, commands));
-            m.largest_command = m.largest_command.max(s.bs);
+            m.largest_command = m.largest_command.max(s.largest_command());
+            let access = Access::from(s.distribution);
+            m.random_maps = m.random_maps.saturating_add(Placer::map_bytes(access, s.bs, s.length, &s.sizes));
         }
         m
     }
-}
-
-/// A job under way: its offset streams, queue, pending writes and counts.
-struct Running<'a> {
-    spec: &'a JobSpec,
-    slots: u64,
-    random: SlotStream,
-    mix: SlotStream,
-    queue: HostQueue,
-    batch: WriteBatch,
-    next_seq: u64,
-    ops: u64,
-    bytes: u64,
-    /// The kind of the next command, drawn ahead so its rate limit can
-    /// order the jobs.
-    next_kind: CommandKind,
-    /// The job's rate limits, if any.
-    pace: Option<Pace>,
-    /// Measured ns after which the job stops whatever its limit; 0 for none.
-    runtime_cap: u64,
-}
-
-impl<'a> Running<'a> {
-    /// `spec` about to start `delay` ns after the drive's present time,
-    /// its writes gathered `batch` at a time.
-    fn new<D: BlockDevice>(drive: &D, spec: &'a JobSpec, batch: usize, delay: u64) -> Result<Self, WorkloadError> {
-        spec.validate(drive.capacity_bytes())?;
-        let slots = spec.length / spec.bs;
-        Ok(Running {
-            spec,
-            slots,
-            random: SlotStream::new(Access::from(spec.distribution), slots, unit_seed(spec.seed, 2))?,
-            mix: SlotStream::new(Access::Uniform, 1, unit_seed(spec.seed, 3))?,
-            queue: HostQueue::new(spec.iodepth, drive.now() + delay),
-            batch: WriteBatch::new(drive.needs_content(), spec.bs, batch),
-            next_seq: 0,
-            ops: 0,
-            bytes: 0,
-            next_kind: CommandKind::Write,
-            pace: None,
-            runtime_cap: 0,
-        }
-        .drawn())
-    }
-
-    /// `self` with its next command's kind drawn.
-    fn drawn(mut self) -> Self {
-        self.next_kind = self.draw_kind();
-        self
-    }
-
-    /// The kind of the next command: the pattern's, or for a mix a draw.
-    fn draw_kind(&mut self) -> CommandKind {
-        match self.spec.rw {
-            Rw::Read | Rw::RandRead => CommandKind::Read,
-            Rw::Write | Rw::RandWrite | Rw::TrimWrite => CommandKind::Write,
-            Rw::Trim | Rw::RandTrim => CommandKind::Trim,
-            Rw::RandRw | Rw::SeqRw => {
-                if self.mix.chance(self.spec.rwmixread) {
-                    CommandKind::Read
-                } else {
-                    CommandKind::Write
-                }
-            }
-        }
-    }
-
-    /// How far the job has come toward its limit (1 or more: done; a limit
-    /// of nothing is done before it starts).
-    fn fraction(&self) -> f64 {
-        match self.spec.limit {
-            Limit::Ops(0) | Limit::Bytes(0) => 1.0,
-            Limit::Ops(n) => self.ops as f64 / n as f64,
-            Limit::Bytes(n) => self.bytes as f64 / n as f64,
-            Limit::Time(t) => {
-                self.queue.finished_at().0.saturating_sub(self.queue.started_at().0) as f64 / t.max(1) as f64
-            }
-        }
-    }
-
-    fn done(&self) -> bool {
-        let ran = self.queue.finished_at().0.saturating_sub(self.queue.started_at().0);
-        self.fraction() >= 1.0 || (self.runtime_cap > 0 && ran >= self.runtime_cap)
-    }
-
-    /// The kind the next command is issued as: the drawn one, or under a
-    /// rate, the other direction of a mix when that one is due first.
-    fn kind_at(&self, slot: SimTime) -> CommandKind {
-        let Some(p) = &self.pace else { return self.next_kind };
-        let other = match (self.spec.rw, self.spec.rwmixread, self.next_kind) {
-            (Rw::RandRw | Rw::SeqRw, 1..=100, CommandKind::Write) => Some(CommandKind::Read),
-            (Rw::RandRw | Rw::SeqRw, 0..=99, CommandKind::Read) => Some(CommandKind::Write),
-            _ => None,
-        };
-        match p.choose(self.next_kind as usize, other.map(|o| o as usize), slot) {
-            0 => CommandKind::Read,
-            1 => CommandKind::Write,
-            _ => CommandKind::Trim,
-        }
-    }
-
-    /// When the job's next command can be issued: a slot in its queue, and
-    /// its rate's time for the next command's kind.
-    fn ready_at(&self) -> SimTime {
-        let slot = self.queue.next_submit_time();
-        self.pace.as_ref().map_or(slot, |p| slot.max(p.gate(self.kind_at(slot) as usize, slot)))
-    }
-
-    /// Issues the job's next command; a write waits in the batch until the
-    /// batch is full.
-    fn step<D: BlockDevice>(&mut self, drive: &mut D, content: &mut dyn Content) -> Result<(), WorkloadError>
-    where
-        WorkloadError: From<D::Error>,
-    {
-        let spec = self.spec;
-        let fail = |e: D::Error| WorkloadError::from(e).in_job(&spec.name);
-        let sectors = spec.bs / SECTOR_BYTES;
-        // A warm-up command counts toward `number_ios` only after it, and
-        // toward the size throughout (as fio's io_issue_bytes).
-        let at = self.ready_at();
-        let counts = u64::from(at >= self.queue.started_at());
-        let kind = self.kind_at(self.queue.next_submit_time());
-        if self.pace.is_some() {
-            // Open loop: the command waits for its rate's time.
-            self.queue.advance_to(at);
-        }
-        let slot = if spec.rw.is_random() { self.random.next_slot() } else { self.next_seq };
-        self.next_seq = (self.next_seq + 1) % self.slots;
-        let lba = Lba((spec.offset + slot * spec.bs) / SECTOR_BYTES);
-        if spec.rw == Rw::TrimWrite {
-            self.batch.flush(drive, &mut self.queue, content).map_err(fail)?;
-            self.queue.set_kind(CommandKind::Trim);
-            drive.trim_on(&[(lba, sectors)], &mut self.queue).map_err(fail)?;
-            self.ops += counts;
-        }
-        match kind {
-            CommandKind::Write => {
-                self.batch.add(lba);
-                if self.batch.is_full() {
-                    self.batch.flush(drive, &mut self.queue, content).map_err(fail)?;
-                }
-            }
-            CommandKind::Read => {
-                self.batch.flush(drive, &mut self.queue, content).map_err(fail)?;
-                self.queue.set_kind(CommandKind::Read);
-                drive.read_on(lba, sectors, &mut self.queue, false).map_err(fail)?;
-            }
-            CommandKind::Trim => {
-                self.batch.flush(drive, &mut self.queue, content).map_err(fail)?;
-                self.queue.set_kind(CommandKind::Trim);
-                drive.trim_on(&[(lba, sectors)], &mut self.queue).map_err(fail)?;
-            }
-        }
-        self.ops += counts;
-        self.bytes += spec.bs;
-        if let Some(p) = &mut self.pace {
-            p.issued(kind as usize, at);
-        }
-        self.next_kind = self.draw_kind();
-        Ok(())
-    }
-
-    /// Issues the writes still waiting in the batch.
-    fn flush<D: BlockDevice>(&mut self, drive: &mut D, content: &mut dyn Content) -> Result<(), WorkloadError>
-    where
-        WorkloadError: From<D::Error>,
-    {
-        let name = &self.spec.name;
-        self.batch.flush(drive, &mut self.queue, content).map_err(|e| WorkloadError::from(e).in_job(name))
-    }
-
-    fn result(&self) -> JobResult {
-        // A job that ended in its warm-up reports all it did.
-        let start = self.queue.reported_from().0;
-        let end = self.queue.finished_at().0.max(start);
-        let dir = |kind| dir_result(self.queue.latencies(kind), self.spec.bs, end - start);
-        JobResult {
-            name: self.spec.name.clone(),
-            elapsed_ns: end - start,
-            jobs_ns: end - start,
-            start_ns: start,
-            read: dir(CommandKind::Read),
-            write: dir(CommandKind::Write),
-            trim: dir(CommandKind::Trim),
-            fio: self.queue.fio_counts(),
-        }
-    }
-
-    /// `jobs` (at least one) as one job: fio's `group_reporting`.
-    fn merged(jobs: &[Running]) -> JobResult {
-        let start = jobs.iter().map(|j| j.queue.reported_from().0).min().unwrap_or(0);
-        // fio's group runtime is its longest job's, not the span of jobs
-        // that started apart (stat.c sum_thread_stats).
-        let ran = |j: &Running| j.queue.finished_at().0.saturating_sub(j.queue.reported_from().0);
-        let end = start + jobs.iter().map(ran).max().unwrap_or(0);
-        let dir = |kind| {
-            let (mut hist, mut io_bytes) = (LatencyHistogram::default(), 0);
-            for j in jobs {
-                let h = j.queue.latencies(kind);
-                io_bytes += h.count() * j.spec.bs;
-                hist.merge(h);
-            }
-            DirResult::new(&hist, io_bytes, end - start)
-        };
-        JobResult {
-            name: jobs.first().map_or_else(String::new, |j| j.spec.name.clone()),
-            elapsed_ns: end - start,
-            jobs_ns: jobs.iter().map(ran).sum(),
-            start_ns: start,
-            read: dir(CommandKind::Read),
-            write: dir(CommandKind::Write),
-            trim: dir(CommandKind::Trim),
-            fio: jobs.iter().filter_map(|j| j.queue.fio_counts()).reduce(|mut group, job| {
-                group.sum(&job);
-                group
-            }),
-        }
-    }
-}
-
-/// One direction of a job of `bs`-byte commands that ran `elapsed` ns.
-fn dir_result(hist: &LatencyHistogram, bs: u64, elapsed: u64) -> DirResult {
-    DirResult::new(hist, hist.count() * bs, elapsed)
 }
 
 impl DirResult {
@@ -593,6 +398,7 @@ pub fn fill_spec(capacity_bytes: u64, bs: u64, iodepth: u32, data: DataSpec, see
         name: "fill".into(),
         rw: Rw::Write,
         bs,
+        sizes: Default::default(),
         iodepth,
         offset: 0,
         length: whole,
@@ -604,5 +410,8 @@ pub fn fill_spec(capacity_bytes: u64, bs: u64, iodepth: u32, data: DataSpec, see
     }
 }
 
+mod running;
 #[cfg(test)]
 mod tests;
+
+use running::Running;

@@ -16,6 +16,7 @@ pub mod fio;
 pub mod job;
 pub mod pace;
 pub mod review;
+pub mod sizes;
 
 /// What a workload can fail with: a spec it cannot run (the CLI reports
 /// these as usage errors where the user gave the spec), or a command the

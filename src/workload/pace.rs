@@ -56,7 +56,8 @@ impl FioTiming {
 
 /// When a rate-limited job's next command of each kind may be issued:
 /// fio's linear rate process, each kind's commands spread evenly from the
-/// job's start (`n` commands of `bs` bytes wait until `start + n / rate`),
+/// job's start (`n` commands of `b` bytes in all wait until `start + n /
+/// rate_iops` and `start + b / rate`),
 /// started afresh when the warm-up ends (fio resets its rate counters
 /// there, so a job that fell behind in its warm-up does not catch up).
 #[derive(Clone, Debug)]
@@ -66,16 +67,16 @@ pub(super) struct Pace {
     restart: Option<SimTime>,
     iops: [u64; 3],
     bytes: [u64; 3],
-    bs: u64,
     issued: [u64; 3],
+    issued_bytes: [u64; 3],
 }
 
 impl Pace {
-    /// Limits of `t` for commands of `bs` bytes, from `start`, restarted
-    /// at `warm_end` when that is later.
-    pub(super) fn new(t: &FioTiming, bs: u64, start: SimTime, warm_end: SimTime) -> Self {
+    /// Limits of `t` from `start`, restarted at `warm_end` when that is
+    /// later.
+    pub(super) fn new(t: &FioTiming, start: SimTime, warm_end: SimTime) -> Self {
         let restart = (warm_end > start).then_some(warm_end);
-        Pace { start, restart, iops: t.rate_iops, bytes: t.rate_bytes, bs, issued: [0; 3] }
+        Pace { start, restart, iops: t.rate_iops, bytes: t.rate_bytes, issued: [0; 3], issued_bytes: [0; 3] }
     }
 
     /// The earliest time the next command of `kind` may be issued, asked at `now`.
@@ -88,7 +89,7 @@ impl Pace {
             0 => 0,
             r => u64::try_from(units * 1_000_000_000 / u128::from(r)).unwrap_or(u64::MAX),
         };
-        let wait = after(self.iops[kind], n).max(after(self.bytes[kind], n * u128::from(self.bs)));
+        let wait = after(self.iops[kind], n).max(after(self.bytes[kind], u128::from(self.issued_bytes[kind])));
         self.start + wait
     }
 
@@ -103,12 +104,13 @@ impl Pace {
         }
     }
 
-    /// A command of `kind` was issued at `at`.
-    pub(super) fn issued(&mut self, kind: usize, at: SimTime) {
+    /// A command of `kind` and `bytes` was issued at `at`.
+    pub(super) fn issued(&mut self, kind: usize, at: SimTime, bytes: u64) {
         if let Some(restart) = self.restart.filter(|&r| at >= r) {
-            (self.start, self.issued, self.restart) = (restart, [0; 3], None);
+            (self.start, self.issued, self.issued_bytes, self.restart) = (restart, [0; 3], [0; 3], None);
         }
         self.issued[kind] += 1;
+        self.issued_bytes[kind] = self.issued_bytes[kind].saturating_add(bytes);
     }
 }
 
@@ -120,10 +122,10 @@ mod tests {
     fn commands_are_spread_evenly_at_the_tighter_limit() {
         let t = FioTiming { rate_iops: [0, 1000, 0], rate_bytes: [0, 2_048_000, 0], ..Default::default() };
         assert!(t.limits_rate() && !FioTiming::default().limits_rate());
-        let mut p = Pace::new(&t, 4096, SimTime(5), SimTime(5));
+        let mut p = Pace::new(&t, SimTime(5), SimTime(5));
         let now = SimTime(5);
         assert_eq!(p.gate(1, now), SimTime(5), "the first goes at once");
-        p.issued(1, now);
+        p.issued(1, now, 4096);
         // 1000 IOPS allows one a ms; 2,048,000 B/s of 4 KiB allows 500 a second.
         assert_eq!(p.gate(1, now), SimTime(5 + 2_000_000));
         assert_eq!(p.gate(0, now), SimTime(5), "reads are not limited");
@@ -134,12 +136,12 @@ mod tests {
     #[test]
     fn the_rate_starts_afresh_when_the_warm_up_ends() {
         let t = FioTiming { rate_iops: [1000, 0, 0], ..Default::default() };
-        let mut p = Pace::new(&t, 4096, SimTime(0), SimTime(10_000_000));
-        p.issued(0, SimTime(0));
+        let mut p = Pace::new(&t, SimTime(0), SimTime(10_000_000));
+        p.issued(0, SimTime(0), 4096);
         assert_eq!(p.gate(0, SimTime(0)), SimTime(1_000_000));
         // Behind by nine commands at the end of the warm-up: no catching up.
         assert_eq!(p.gate(0, SimTime(10_000_000)), SimTime(10_000_000));
-        p.issued(0, SimTime(10_000_000));
+        p.issued(0, SimTime(10_000_000), 4096);
         assert_eq!(p.gate(0, SimTime(10_000_000)), SimTime(11_000_000));
     }
 }

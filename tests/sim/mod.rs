@@ -31,6 +31,7 @@ pub fn job(rw: Rw, bs: u64, qd: u32, offset: u64, length: u64, limit: Limit, dat
         name: format!("{rw:?}-bs{bs}-qd{qd}").to_lowercase(),
         rw,
         bs,
+        sizes: Default::default(),
         iodepth: qd,
         offset,
         length,

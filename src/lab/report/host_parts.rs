@@ -232,6 +232,7 @@ pub(super) fn smart_part(scale: Scale, seed: u64, tick: &mut dyn FnMut(f64)) -> 
                 name: "randwrite".into(),
                 rw: crate::workload::access::Rw::RandWrite,
                 bs: 4096,
+                sizes: Default::default(),
                 iodepth: 32,
                 offset: 0,
                 length: cap,

@@ -9,6 +9,7 @@ use crate::device::memory::{command_bytes, Part};
 use crate::input::Shown;
 use crate::units::ByteSize;
 use crate::workload::job::{GroupMemory, JobSpec, Limit};
+use crate::workload::sizes::{BlockSizes, SizeChoice};
 use crate::workload::WorkloadError;
 
 use super::parse::Key;
@@ -65,10 +66,14 @@ impl Job {
         };
         let data = DataSpec::new(self.compress_pct, self.compress_chunk as usize, self.dedupe_pct)
             .map_err(|e| WorkloadError::from(e).in_job(&self.name))?;
+        let issues = [self.rw.does_read(), self.rw.does_write(), self.rw.does_trim()];
+        let one_size = self.block_sizes.iter().zip(issues).all(|(c, used)| !used || *c == SizeChoice::Fixed(self.bs));
+        let sizes = if one_size { BlockSizes::default() } else { BlockSizes::per_direction(self.block_sizes.clone()) };
         Ok(JobSpec {
             name: self.name.clone(),
             rw: self.rw,
             bs: self.bs,
+            sizes,
             iodepth: self.iodepth,
             offset: region.start,
             length,
@@ -83,8 +88,9 @@ impl Job {
 
 /// What a run of `groups` holds beside its drive of `config` at most, as
 /// parts of its memory estimate named by the fio options they grow with:
-/// the write buffers and queues of the group that holds most (groups run
-/// in turn), and the drive's working state for the largest command.
+/// the write buffers, queues and random maps of the group that holds most
+/// (groups run in turn), and the drive's working state for the largest
+/// command.
 pub fn memory_beside(groups: &[Group], config: &DriveConfig) -> Vec<Part> {
     // What Drive::needs_content says of a drive of this config.
     let content = config.compression || config.dedup || config.media == Media::Memory;
@@ -92,11 +98,13 @@ pub fn memory_beside(groups: &[Group], config: &DriveConfig) -> Vec<Part> {
         .iter()
         .map(|g| GroupMemory::of(&g.members.iter().map(|m| m.spec.clone()).collect::<Vec<_>>(), content))
         .collect();
-    let peak = each.iter().max_by_key(|m| m.write_buffers.saturating_add(m.queues)).copied().unwrap_or_default();
+    let held = |m: &&GroupMemory| m.write_buffers.saturating_add(m.queues).saturating_add(m.random_maps);
+    let peak = each.iter().max_by_key(held).copied().unwrap_or_default();
     let largest = each.iter().map(|m| m.largest_command).max().unwrap_or(0);
     vec![
         Part { name: "job write buffers", bytes: peak.write_buffers, grows_with: "bs, numjobs" },
         Part { name: "job queues", bytes: peak.queues, grows_with: "iodepth, numjobs" },
+        Part { name: "random maps", bytes: peak.random_maps, grows_with: "size / the smallest bs, numjobs" },
         Part { name: "command working state", bytes: command_bytes(config, largest), grows_with: "bs" },
     ]
 }

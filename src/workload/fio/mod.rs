@@ -141,11 +141,13 @@ use thiserror::Error;
 use crate::input::Shown;
 pub use crate::workload::access::{Distribution, Rw};
 use crate::workload::job::FioTiming;
+use crate::workload::sizes::SizeChoice;
 pub use cmdline::{is_option, takes_value, CommandLineJobs};
 pub use convert::{memory_beside, Group, Member, DRIVE_KEYS};
 pub use parse::{parse, parse_files};
 pub use values::rw_name;
 
+mod block_sizes;
 mod cmdline;
 mod convert;
 mod parse;
@@ -191,6 +193,9 @@ pub const SUPPORTED_KEYS: &[&str] = &[
     "readwrite",
     "bs",
     "blocksize",
+    "bsrange",
+    "blocksize_range",
+    "bssplit",
     "iodepth",
     "size",
     "offset",
@@ -442,8 +447,12 @@ pub struct Job {
     pub name: String,
     /// I/O pattern.
     pub rw: Rw,
-    /// Block size in bytes (>= 1).
+    /// Block size in bytes (>= 1): the smallest of the directions the
+    /// job issues, to which its random offsets align (fio's minimum bs).
     pub bs: u64,
+    /// The sizes of reads, writes and TRIMs (`bs` per direction,
+    /// `bsrange`, `bssplit`).
+    pub block_sizes: [SizeChoice; 3],
     /// Queue depth (>= 1).
     pub iodepth: u32,
     /// Region length: bytes, percent of the device, or the whole device.

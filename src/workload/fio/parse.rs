@@ -4,9 +4,10 @@
 
 use std::collections::HashMap;
 
+use super::block_sizes::{parse_bs, parse_bsrange, parse_bssplit, BlockSizeOptions, DEFAULT_BS};
 use super::values::{
-    non_empty, parse_bs, parse_distribution, parse_flag, parse_int, parse_iodepth, parse_offset, parse_pct,
-    parse_per_direction, parse_rw, parse_size, parse_time_ns, parse_write_hint,
+    non_empty, parse_distribution, parse_flag, parse_int, parse_iodepth, parse_offset, parse_pct, parse_per_direction,
+    parse_rw, parse_size, parse_time_ns, parse_write_hint,
 };
 use super::{
     DriveSetting, FioError, FioWarning, Job, JobFile, OptionLine, SizeSpec, IGNORED_KEYS, MAX_LINE_BYTES, MAX_NUMJOBS,
@@ -14,6 +15,7 @@ use super::{
 use crate::input::Shown;
 use crate::workload::access::{Distribution, Rw};
 use crate::workload::job::FioTiming;
+use crate::workload::sizes::SizeChoice;
 
 /// `bwavgtime` or `iopsavgtime`: a window of 1 ms or more (fio takes 0 too,
 /// and then samples on every tick of its helper thread).
@@ -214,6 +216,8 @@ pub(super) enum Key {
     Name,
     Rw,
     Bs,
+    BsRange,
+    BsSplit,
     Iodepth,
     Size,
     Offset,
@@ -259,6 +263,8 @@ impl Key {
             "name" => Key::Name,
             "rw" | "readwrite" => Key::Rw,
             "bs" | "blocksize" => Key::Bs,
+            "bsrange" | "blocksize_range" => Key::BsRange,
+            "bssplit" => Key::BsSplit,
             "iodepth" => Key::Iodepth,
             "size" => Key::Size,
             "offset" => Key::Offset,
@@ -303,6 +309,8 @@ impl Key {
 #[derive(Clone)]
 struct Builder {
     job: Job,
+    /// `bs`, `bsrange` and `bssplit` as given, resolved when the job is built.
+    sizes: BlockSizeOptions,
     name: Option<String>,
     refill_explicit: bool,
     /// Where each option got its current value (for errors found only
@@ -316,7 +324,8 @@ impl Default for Builder {
             job: Job {
                 name: String::new(),
                 rw: Rw::Read,
-                bs: 4096,
+                bs: DEFAULT_BS,
+                block_sizes: BlockSizeOptions::default().choices(),
                 iodepth: 1,
                 size: SizeSpec::Whole,
                 offset: SizeSpec::Bytes(0),
@@ -352,6 +361,7 @@ impl Default for Builder {
                 file: 0,
                 section: String::new(),
             },
+            sizes: BlockSizeOptions::default(),
             name: None,
             refill_explicit: false,
             origins: HashMap::new(),
@@ -403,7 +413,9 @@ impl Builder {
             Key::Ioengine => job.ioengine = Some(non_empty(required()?).map_err(bad)?),
             Key::Filename => job.filename = Some(non_empty(required()?).map_err(bad)?),
             Key::Rw => job.rw = parse_rw(required()?).map_err(bad)?,
-            Key::Bs => job.bs = parse_bs(required()?).map_err(bad)?,
+            Key::Bs => self.sizes.bs = parse_bs(required()?).map_err(bad)?,
+            Key::BsRange => self.sizes.range = parse_bsrange(required()?).map_err(bad)?,
+            Key::BsSplit => self.sizes.split = parse_bssplit(required()?).map_err(bad)?,
             Key::Iodepth => job.iodepth = parse_iodepth(required()?).map_err(bad)?,
             Key::Size => job.size = parse_size(required()?).map_err(bad)?,
             Key::Offset => job.offset = parse_offset(required()?).map_err(bad)?,
@@ -450,7 +462,12 @@ impl Builder {
     /// Resolve implied settings and cross-option checks into the final job,
     /// with a warning where fio drops a setting rather than failing.
     fn build(self, section: String, line: usize) -> Result<(Job, Option<FioWarning>), FioError> {
-        let Builder { mut job, name, refill_explicit, origins } = self;
+        let Builder { mut job, sizes, name, refill_explicit, origins } = self;
+        // The job's bs is the least size of the directions it issues.
+        job.block_sizes = sizes.choices();
+        let issues = [job.rw.does_read(), job.rw.does_write(), job.rw.does_trim()];
+        let used = || job.block_sizes.iter().zip(issues).filter_map(|(c, used)| used.then_some(c));
+        job.bs = used().map(SizeChoice::min).min().unwrap_or(DEFAULT_BS);
         // Every non-default value has an origin; fall back to the header line.
         let bad_at = |k: Key, reason: String| match origins.get(&k) {
             Some(o) => o.bad(reason),

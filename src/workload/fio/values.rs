@@ -108,19 +108,6 @@ pub(super) fn parse_pct(s: &str) -> Result<u8, String> {
     }
 }
 
-pub(super) fn parse_bs(s: &str) -> Result<u64, String> {
-    if s.starts_with('-') {
-        return Err("a block size cannot be negative".to_string());
-    }
-    if s.contains([',', ':', '-', '/']) {
-        return Err("per-direction block sizes and block size ranges are not supported; give one size".to_string());
-    }
-    match parse_int(s)? {
-        0 => Err("block size must be at least 1 byte".to_string()),
-        n => Ok(n),
-    }
-}
-
 /// A value per direction as fio's `rate` and `rate_iops` take them (HOWTO
 /// "Block size"): one for reads, writes and TRIMs; `r,w` (TRIMs as
 /// writes); `r,w,t`; an empty one is no limit, and so is 0.

@@ -4,6 +4,7 @@ use super::parse::Key;
 use super::values::RW_VALUES;
 use super::*;
 use crate::workload::job::{FioTiming, Limit};
+use crate::workload::sizes::SizeChoice;
 
 mod errors;
 
@@ -115,6 +116,7 @@ fn defaults_match_fio() {
         name: "only".to_string(),
         rw: Rw::Read,
         bs: 4096,
+        block_sizes: [SizeChoice::Fixed(4096), SizeChoice::Fixed(4096), SizeChoice::Fixed(4096)],
         iodepth: 1,
         size: SizeSpec::Whole,
         offset: SizeSpec::Bytes(0),
@@ -195,9 +197,9 @@ fn size_suffixes_follow_fio_kb_base_1024() {
         let (key, line, reason) = bad_value_line(&format!("[j]\nbs={text}\n"));
         assert_eq!((key.as_str(), line), ("bs", 2), "bs={text}: {reason}");
     }
-    assert!(bad_value_line("[j]\nbs=4k,8k\n").2.contains("per-direction"));
+    assert!(bad_value_line("[j]\nbs=4k,8k,16k,32k\n").2.contains("at most three"));
     assert!(bad_value_line("[j]\nbs=-4k\n").2.contains("cannot be negative"));
-    assert!(bad_value_line("[j]\nbs=4k-16k\n").2.contains("ranges"));
+    assert!(bad_value_line("[j]\nbs=4k-16k\n").2.contains("bsrange="));
     assert!(bad_value_line("[j]\nbs=0\n").2.contains("at least 1"));
 }
 

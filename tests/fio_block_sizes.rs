@@ -1,0 +1,191 @@
+//! fio's block sizes as fio users give them: `bs` per direction, `bsrange`
+//! and `bssplit`, each run here and, where it is installed, under real fio
+//! (`--ioengine=null`) with the same options.
+
+mod tools;
+
+use std::process::{Command, Output};
+
+use duraflash::content::pattern::DataSpec;
+use duraflash::workload::access::{Distribution, Rw};
+use duraflash::workload::job::{run_job, JobSpec, Limit};
+use duraflash::workload::sizes::{BlockSizes, SizeChoice};
+use duraflash::{Drive, DriveConfig, Media};
+
+fn duraflash(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_duraflash")).args(args).output().expect("binary runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Our JSON for job options `args` on a 64 MiB drive.
+fn ours(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["run", "--capacity", "64MiB", "--quiet", "--output-format=json", "--name=j"];
+    all.extend(args);
+    let out = duraflash(&all);
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Real fio's JSON for the same options, when fio is installed.
+fn theirs(args: &[&str]) -> Option<serde_json::Value> {
+    if !tools::have("fio", "fio") {
+        return None;
+    }
+    let out = Command::new("fio")
+        .current_dir(std::env::temp_dir())
+        .args(["--ioengine=null", "--output-format=json", "--name=j"])
+        .args(args)
+        .output()
+        .expect("fio runs");
+    assert!(out.status.success(), "fio {args:?}: {}", stderr(&out));
+    Some(serde_json::from_slice(&out.stdout).unwrap())
+}
+
+/// Commands and bytes of reads and writes.
+type Counts = [(u64, u64); 2];
+
+/// Commands and bytes of reads and writes of the first job.
+fn counts(v: &serde_json::Value) -> Counts {
+    let dir = |d: &str| (v["jobs"][0][d]["total_ios"].as_u64().unwrap(), v["jobs"][0][d]["io_bytes"].as_u64().unwrap());
+    [dir("read"), dir("write")]
+}
+
+/// Sizes per direction with fixed results make fio's commands exactly; a
+/// split or a range makes fio's bytes, and commands within the spread of
+/// fio's own draws (fio 3.33 over seeds 1 to 12: 758 to 832 commands for
+/// the random split below, 663 to 686 for the range).
+#[test]
+fn block_sizes_make_the_io_fio_makes() {
+    let exact: &[(&[&str], Counts)] = &[
+        (&["--rw=write", "--bs=4k,64k", "--size=1m"], [(0, 0), (16, 1 << 20)]),
+        (&["--rw=read", "--bs=4k,64k", "--size=1m"], [(256, 1 << 20), (0, 0)]),
+        (&["--rw=write", "--bsrange=16k-16k", "--size=1m"], [(0, 0), (64, 1 << 20)]),
+        (&["--rw=write", "--bssplit=8k/100", "--size=1m"], [(0, 0), (128, 1 << 20)]),
+    ];
+    for (args, want) in exact {
+        assert_eq!(counts(&ours(args)), *want, "{args:?}");
+        if let Some(fio) = theirs(args) {
+            assert_eq!(counts(&fio), *want, "real fio, {args:?}");
+        }
+    }
+    let spread: &[(&[&str], std::ops::Range<u64>)] = &[
+        (&["--rw=write", "--bssplit=4k/50:64k/50", "--size=16m"], 420..550),
+        (&["--rw=randwrite", "--bssplit=4k/50:64k/50", "--size=16m"], 650..950),
+        (&["--rw=randwrite", "--bsrange=4k-64k", "--size=16m"], 580..780),
+    ];
+    for (args, commands) in spread {
+        let v = ours(args);
+        let [_, (n, bytes)] = counts(&v);
+        assert_eq!(bytes, 16 << 20, "{args:?}: one pass is the region");
+        assert!(commands.contains(&n), "{args:?}: {n} commands");
+        // fio's random map: every block of the region once.
+        assert_eq!(v["drive"]["mapped_units"], 4096, "{args:?}");
+        if let Some(fio) = theirs(args) {
+            let [_, (n, bytes)] = counts(&fio);
+            assert_eq!(bytes, 16 << 20, "real fio, {args:?}");
+            assert!(commands.contains(&n), "real fio, {args:?}: {n} commands");
+        }
+    }
+}
+
+/// A split gives each size its share of the commands: 10 % of 4 KiB and
+/// 90 % of 64 KiB average 58 KiB a command, here as in fio.
+#[test]
+fn a_split_gives_each_size_its_share_and_a_rate_counts_bytes() {
+    let args = [
+        "--rw=randwrite",
+        "--bssplit=4k/10:64k/90",
+        "--size=64m",
+        "--io_size=1g",
+        "--norandommap",
+        "--number_ios=2000",
+    ];
+    let mean = |v: &serde_json::Value| {
+        let [_, (n, bytes)] = counts(v);
+        assert_eq!(n, 2000);
+        bytes as f64 / n as f64 / 1024.0
+    };
+    let ours_mean = mean(&ours(&args));
+    assert!((55.1..60.9).contains(&ours_mean), "{ours_mean} KiB a command");
+    if let Some(fio) = theirs(&args) {
+        let fio_mean = mean(&fio);
+        assert!((55.1..60.9).contains(&fio_mean), "real fio: {fio_mean} KiB a command");
+    }
+    // rate= limits bytes a second, whatever each command's size.
+    let v = ours(&["--rw=randwrite", "--bssplit=4k/50:64k/50", "--size=4m", "--rate=1m"]);
+    let bw = v["jobs"][0]["write"]["bw_bytes"].as_f64().unwrap();
+    assert!((1_000_000.0..1_100_000.0).contains(&bw), "{bw} B/s at rate=1m");
+}
+
+/// fio's job line names each direction's smallest and largest size.
+#[test]
+fn the_job_line_shows_each_directions_sizes_as_fio_does() {
+    let args = ["--rw=randrw", "--bssplit=4k/50:64k/50,8k", "--size=4m"];
+    let out = duraflash(&["run", "--capacity", "64MiB", "--quiet", "--name=j", args[0], args[1], args[2]]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let line = String::from_utf8(out.stdout).unwrap().lines().next().unwrap().to_string();
+    let want = "bs=(R) 4096B-64.0KiB, (W) 8192B-8192B, (T) 8192B-8192B";
+    assert!(line.contains(want), "{line}");
+    if tools::have("fio", "fio") {
+        let fio = Command::new("fio")
+            .current_dir(std::env::temp_dir())
+            .args(["--ioengine=null", "--name=j"])
+            .args(args)
+            .output()
+            .expect("fio runs");
+        let text = String::from_utf8(fio.stdout).unwrap();
+        assert!(text.lines().next().unwrap().contains(want), "{text}");
+    }
+}
+
+#[test]
+fn bad_block_sizes_are_usage_errors_naming_the_option() {
+    for (arg, needle) in [
+        ("--bssplit=4k/60:8k/50", "more than 100"),
+        ("--bssplit=4k/12.5:8k/", "whole percent"),
+        ("--bs=4k,8k,16k,32k", "at most three"),
+        ("--bs=4k-16k", "bsrange="),
+        ("--bsrange=4k", "not a range"),
+        ("--bssplit=4k/50:1000/50", "multiple of 512"),
+        // Reads of 4 KiB, writes of 128 MiB in a 64 MiB region.
+        ("--bs=4k,128m", "fits in the region"),
+    ] {
+        let out = duraflash(&["run", "--capacity", "64MiB", "--quiet", "--name=j", "--rw=randrw", "--size=64m", arg]);
+        assert_eq!(out.status.code(), Some(2), "{arg}: {}", stderr(&out));
+        assert!(stderr(&out).contains(needle), "{arg}: {}", stderr(&out));
+    }
+}
+
+/// Writes of several sizes through the batch keep every byte: a memory
+/// drive reads back what the job wrote, and its invariants hold.
+#[test]
+fn writes_of_several_sizes_keep_their_bytes() {
+    let mut cfg = DriveConfig::preset("sf2281-240g").unwrap().scaled(64 << 20).unwrap();
+    cfg.media = Media::Memory;
+    let mut drive = Drive::new(cfg).unwrap();
+    let split = SizeChoice::Split(vec![(4096, 40), (12288, 30), (65536, 30)]);
+    let spec = JobSpec {
+        name: "split".into(),
+        rw: Rw::RandWrite,
+        bs: 4096,
+        sizes: BlockSizes::per_direction([SizeChoice::Fixed(4096), split, SizeChoice::Fixed(4096)]),
+        iodepth: 8,
+        offset: 0,
+        length: 16 << 20,
+        limit: Limit::Bytes(32 << 20),
+        rwmixread: 0,
+        distribution: Distribution::Shuffled,
+        data: DataSpec::compressible(50).unwrap(),
+        seed: 3,
+    };
+    let result = run_job(&mut drive, &spec, &mut |_| {}).unwrap();
+    assert_eq!(result.write.io_bytes, 32 << 20, "two passes over the region");
+    drive.check_invariants().expect("invariants");
+    assert_eq!(drive.stats().mapped_units, 4096);
+    // Every written unit reads back as stored: nothing unmapped inside the region.
+    let data = drive.read(duraflash::units::Lba(0), (16 << 20) / 512).unwrap();
+    assert!(data.chunks(4096).all(|u| u.iter().any(|&b| b != 0)), "every unit was written");
+}
