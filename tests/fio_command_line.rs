@@ -185,7 +185,7 @@ fn output_formats_and_files_go_where_fio_sends_them() {
         (&["--output=r.txt", "--json", "./r.txt"], "--output and --json both name r.txt"),
         (&["--bs=4q"], "command line: --bs=4q: bad value '4q' for 'bs'"),
         (&["--numjobs=100"], "command line: --numjobs=100: bad value"),
-        (&["--thinktime", "100"], "command line: --thinktime=100: unsupported fio option 'thinktime'"),
+        (&["--verify", "crc32c"], "command line: --verify=crc32c: unsupported fio option 'verify'"),
         (&["--output-format=json", "--output=/nonexistent/r.json"], "--output /nonexistent/r.json: "),
         (&[data("fio-compat.fio").as_str()], "not both"),
         // Beside a job file, a key that is no fio option is named as a flag typo.
@@ -505,4 +505,32 @@ fn an_interrupted_run_reports_what_ran() {
     assert!(write["total_ios"].as_u64().unwrap() > 0, "{write}");
     assert!(v["jobs"][0]["elapsed"].as_u64().unwrap() < 100_000);
     assert_eq!(v["drive"]["host_write_bytes"], write["io_bytes"], "every command issued is counted");
+}
+
+/// `thinktime` as fio stalls: after each command by default, or every
+/// `thinktime_blocks` commands, or after `thinktime_iotime` of I/O; the
+/// job waits for its commands in flight, then the drive idles.
+#[test]
+fn thinktime_stalls_the_job_as_fio_does() {
+    let args = ["--name=j", "--rw=write", "--bs=4k", "--size=64k", "--thinktime=10ms"];
+    let runtime = |v: &serde_json::Value| v["jobs"][0]["write"]["runtime"].as_u64().unwrap();
+    let v = ours_value(&args);
+    assert_eq!(counts(&v)[1].0, 16);
+    // fio 3.33 with --ioengine=null: 16 stalls of 10 ms, runtime 161 ms.
+    assert!((160..=168).contains(&runtime(&v)), "16 stalls and 16 writes: {} ms", runtime(&v));
+    if let Some(theirs) = fio_value("think-fio.json", &args) {
+        assert_eq!(counts(&theirs)[1].0, 16);
+        assert!(runtime(&theirs) >= 159, "real fio: {} ms", runtime(&theirs));
+    }
+    let blocks = ours_value(&[&args[..], &["--thinktime_blocks=4"]].concat());
+    assert!(runtime(&blocks) < runtime(&v) / 2, "a stall every 4 writes: {} ms", runtime(&blocks));
+    // A stall of 100 ms once 500 ms have passed since the last began
+    // (fio: thinktime_iotime + thinktime): in 2 s, 1.7 s of I/O.
+    let iops = |extra: &[&str]| {
+        let mut a = vec!["--name=j", "--rw=randwrite", "--bs=4k", "--iodepth=8", "--runtime=2s", "--time_based"];
+        a.extend(extra);
+        ours_value(&a)["jobs"][0]["write"]["iops"].as_f64().unwrap()
+    };
+    let share = iops(&["--thinktime=100ms", "--thinktime_iotime=400ms"]) / iops(&[]);
+    assert!((0.82..0.88).contains(&share), "{share} of the writes");
 }

@@ -13,7 +13,7 @@ use crate::units::SECTOR_BYTES;
 use crate::workload::access::{Access, Distribution, Rw};
 use crate::workload::batch::WriteBatch;
 pub use crate::workload::pace::FioTiming;
-use crate::workload::pace::Pace;
+use crate::workload::pace::{Pace, Think};
 use crate::workload::sizes::{BlockSizes, Placer};
 use crate::workload::WorkloadError;
 
@@ -286,8 +286,8 @@ where
     let timing = |i: usize| timings.and_then(|t| t.get(i)).unwrap_or(&default);
     let mut jobs = Vec::with_capacity(specs.len());
     for (i, s) in specs.iter().enumerate() {
-        // A paced job's writes go one at a time, each at its own issue time.
-        let batch = if timing(i).limits_rate() { 1 } else { group_batch(s, specs.len()) };
+        // A paced or thinking job's writes go one at a time, each at its own issue time.
+        let batch = if timing(i).open_loop() { 1 } else { group_batch(s, specs.len()) };
         let mut job = Running::new(drive, s, batch, timing(i).start_delay_ns)?;
         if timings.is_some() {
             let t = timing(i);
@@ -295,6 +295,7 @@ where
             job.queue.measure_from(start + t.ramp_ns);
             job.queue.count_for_fio(t.iops_ms, t.bw_ms);
             job.pace = t.limits_rate().then(|| Pace::new(t, start, start + t.ramp_ns));
+            job.think = Think::new(t, start);
             job.runtime_cap = t.runtime_cap_ns;
         }
         jobs.push(job);

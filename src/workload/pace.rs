@@ -1,8 +1,9 @@
 //! fio's per-job timing: when a job starts (`startdelay`), how fast it may
-//! issue (`rate_iops`, `rate`), and how it is measured (`ramp_time`,
-//! `iopsavgtime`, `bwavgtime`). A paced job is open loop: its commands
-//! wait for their issue times, and the drive idles in the gaps (idle GC),
-//! as a real drive under a rate-limited benchmark does.
+//! issue (`rate_iops`, `rate`), when it stops to think (`thinktime`), and
+//! how it is measured (`ramp_time`, `iopsavgtime`, `bwavgtime`). A paced
+//! or thinking job is open loop: its commands wait for their issue times,
+//! and the drive idles in the gaps (idle GC), as a real drive under a
+//! rate-limited benchmark or an application's pauses does.
 
 use crate::units::SimTime;
 
@@ -30,6 +31,15 @@ pub struct FioTiming {
     /// Simulated ns after which the job stops, measured after its warm-up,
     /// whatever its size (`runtime` without `time_based`); 0 for none.
     pub runtime_cap_ns: u64,
+    /// fio's `thinktime` (or its `thinktime_spin`, if longer): how long
+    /// the job stalls, with nothing in flight; 0 for never.
+    pub think_ns: u64,
+    /// `thinktime_blocks`: a stall after this many commands (fio's default
+    /// 1, unless only `thinktime_iotime` is given).
+    pub think_blocks: Option<u32>,
+    /// `thinktime_iotime`: a stall once this long has passed since the
+    /// last began, plus the stall itself; 0 for none.
+    pub think_iotime_ns: u64,
 }
 
 impl Default for FioTiming {
@@ -43,6 +53,9 @@ impl Default for FioTiming {
             rate_iops: [0; 3],
             rate_bytes: [0; 3],
             runtime_cap_ns: 0,
+            think_ns: 0,
+            think_blocks: None,
+            think_iotime_ns: 0,
         }
     }
 }
@@ -51,6 +64,59 @@ impl FioTiming {
     /// Whether a rate limits any kind of command.
     pub fn limits_rate(&self) -> bool {
         self.rate_iops.iter().chain(&self.rate_bytes).any(|&r| r > 0)
+    }
+
+    /// Whether the job issues at times of its own (a rate, or stalls to
+    /// think), so its writes go one at a time, each at its own time.
+    pub fn open_loop(&self) -> bool {
+        self.limits_rate() || self.think_ns > 0
+    }
+}
+
+/// When a thinking job stalls (fio's `handle_thinktime`): after every
+/// `blocks` commands, or once `iotime` has passed since the last stall
+/// began, plus the stall; the stall waits for every command in flight,
+/// then `ns` more (the last command's too, so it counts in the job's run
+/// time, as in fio at queue depth 1).
+#[derive(Clone, Debug)]
+pub(super) struct Think {
+    ns: u64,
+    blocks: Option<u64>,
+    iotime_ns: u64,
+    /// Commands since the last stall.
+    since: u64,
+    /// When the last stall began (the job's start before the first).
+    mark: SimTime,
+}
+
+impl Think {
+    /// `t`'s stalls for a job starting at `start`; `None` without a `thinktime`.
+    pub(super) fn new(t: &FioTiming, start: SimTime) -> Option<Self> {
+        let blocks = match (t.think_blocks, t.think_iotime_ns) {
+            (Some(b), _) => Some(u64::from(b.max(1))),
+            (None, 0) => Some(1),
+            (None, _) => None,
+        };
+        (t.think_ns > 0).then_some(Think {
+            ns: t.think_ns,
+            blocks,
+            iotime_ns: t.think_iotime_ns,
+            since: 0,
+            mark: start,
+        })
+    }
+
+    /// A command was issued, and every command issued is done at `done`:
+    /// when the job may issue again, if it stalls now.
+    pub(super) fn after_command(&mut self, done: SimTime) -> Option<SimTime> {
+        self.since += 1;
+        let by_time = self.iotime_ns > 0 && done.0.saturating_sub(self.mark.0) >= self.iotime_ns + self.ns;
+        let by_count = self.blocks.is_some_and(|b| self.since >= b);
+        if !(by_time || by_count) {
+            return None;
+        }
+        (self.since, self.mark) = (0, done);
+        Some(done + self.ns)
     }
 }
 
@@ -131,6 +197,27 @@ mod tests {
         assert_eq!(p.gate(0, now), SimTime(5), "reads are not limited");
         assert_eq!(p.choose(1, Some(0), now), 0, "a write drawn early gives way to a read that is due");
         assert_eq!(p.choose(1, None, now), 1, "without a mix the job waits");
+    }
+
+    #[test]
+    fn a_thinking_job_stalls_after_its_blocks_or_its_io_time() {
+        let ms = 1_000_000;
+        let every = FioTiming { think_ns: 10 * ms, ..Default::default() };
+        assert!(every.open_loop() && !FioTiming::default().open_loop());
+        let mut t = Think::new(&every, SimTime(0)).unwrap();
+        assert_eq!(t.after_command(SimTime(ms)), Some(SimTime(11 * ms)), "after every command by default");
+        let four = FioTiming { think_blocks: Some(4), ..every };
+        let mut t = Think::new(&four, SimTime(0)).unwrap();
+        let stalls: Vec<bool> = (1..=8).map(|k| t.after_command(SimTime(k * ms)).is_some()).collect();
+        assert_eq!(stalls, [false, false, false, true, false, false, false, true]);
+        // Only an I/O time: 9 ms of commands, then a 1 ms stall.
+        let timed = FioTiming { think_ns: ms, think_iotime_ns: 9 * ms, ..Default::default() };
+        let mut t = Think::new(&timed, SimTime(0)).unwrap();
+        assert_eq!(t.after_command(SimTime(5 * ms)), None);
+        assert_eq!(t.after_command(SimTime(10 * ms)), Some(SimTime(11 * ms)));
+        assert_eq!(t.after_command(SimTime(15 * ms)), None, "the next cycle runs from the stall");
+        assert_eq!(t.after_command(SimTime(20 * ms)), Some(SimTime(21 * ms)));
+        assert!(Think::new(&FioTiming::default(), SimTime(0)).is_none());
     }
 
     #[test]

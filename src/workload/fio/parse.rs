@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use super::block_sizes::{parse_bs, parse_bsrange, parse_bssplit, BlockSizeOptions, DEFAULT_BS};
 use super::values::{
     non_empty, parse_distribution, parse_flag, parse_int, parse_iodepth, parse_offset, parse_pct, parse_per_direction,
-    parse_rw, parse_size, parse_time_ns, parse_write_hint,
+    parse_rw, parse_size, parse_time_in, parse_time_ns, parse_write_hint,
 };
 use super::{
     DriveSetting, FioError, FioWarning, Job, JobFile, OptionLine, SizeSpec, IGNORED_KEYS, MAX_LINE_BYTES, MAX_NUMJOBS,
@@ -247,6 +247,10 @@ pub(super) enum Key {
     StartDelay,
     RateIops,
     Rate,
+    ThinkTime,
+    ThinkTimeSpin,
+    ThinkTimeBlocks,
+    ThinkTimeIotime,
     Loops,
     NoRandomMap,
     PercentileList,
@@ -294,6 +298,10 @@ impl Key {
             "startdelay" => Key::StartDelay,
             "rate_iops" => Key::RateIops,
             "rate" => Key::Rate,
+            "thinktime" => Key::ThinkTime,
+            "thinktime_spin" => Key::ThinkTimeSpin,
+            "thinktime_blocks" => Key::ThinkTimeBlocks,
+            "thinktime_iotime" => Key::ThinkTimeIotime,
             "loops" => Key::Loops,
             "norandommap" => Key::NoRandomMap,
             "percentile_list" => Key::PercentileList,
@@ -311,6 +319,8 @@ struct Builder {
     job: Job,
     /// `bs`, `bsrange` and `bssplit` as given, resolved when the job is built.
     sizes: BlockSizeOptions,
+    /// `thinktime_spin`: part of each stall, the whole of it if longer.
+    think_spin_ns: u64,
     name: Option<String>,
     refill_explicit: bool,
     /// Where each option got its current value (for errors found only
@@ -362,6 +372,7 @@ impl Default for Builder {
                 section: String::new(),
             },
             sizes: BlockSizeOptions::default(),
+            think_spin_ns: 0,
             name: None,
             refill_explicit: false,
             origins: HashMap::new(),
@@ -448,6 +459,16 @@ impl Builder {
             }
             Key::RateIops => job.timing.rate_iops = parse_per_direction(required()?).map_err(bad)?,
             Key::Rate => job.timing.rate_bytes = parse_per_direction(required()?).map_err(bad)?,
+            // fio reads these in microseconds, thinktime_iotime in seconds.
+            Key::ThinkTime => job.timing.think_ns = parse_time_in(required()?, "us").map_err(bad)?,
+            Key::ThinkTimeSpin => self.think_spin_ns = parse_time_in(required()?, "us").map_err(bad)?,
+            Key::ThinkTimeIotime => job.timing.think_iotime_ns = parse_time_ns(required()?).map_err(bad)?,
+            Key::ThinkTimeBlocks => {
+                job.timing.think_blocks = match parse_int(required()?).map_err(bad)? {
+                    n @ 1..=0xFFFF_FFFF => Some(n as u32),
+                    _ => return Err(bad("thinktime_blocks must be 1 or more".into())),
+                }
+            }
             Key::Numjobs => {
                 job.numjobs = match parse_int(required()?).map_err(bad)? {
                     n @ 1..=MAX_NUMJOBS => n as u32,
@@ -462,7 +483,11 @@ impl Builder {
     /// Resolve implied settings and cross-option checks into the final job,
     /// with a warning where fio drops a setting rather than failing.
     fn build(self, section: String, line: usize) -> Result<(Job, Option<FioWarning>), FioError> {
-        let Builder { mut job, sizes, name, refill_explicit, origins } = self;
+        let Builder { mut job, sizes, think_spin_ns, name, refill_explicit, origins } = self;
+        // fio's stall is the spin, then a sleep for what thinktime leaves.
+        if job.timing.think_ns > 0 {
+            job.timing.think_ns = job.timing.think_ns.max(think_spin_ns);
+        }
         // The job's bs is the least size of the directions it issues.
         job.block_sizes = sizes.choices();
         let issues = [job.rw.does_read(), job.rw.does_write(), job.rw.does_trim()];

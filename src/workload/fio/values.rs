@@ -150,13 +150,20 @@ pub(super) fn parse_offset(s: &str) -> Result<SizeSpec, String> {
 /// A time in nanoseconds; seconds when no unit is given (fio `time`); at
 /// most [`MAX_JOB_MINUTES`].
 pub(super) fn parse_time_ns(s: &str) -> Result<u64, String> {
+    parse_time_in(s, "s")
+}
+
+/// A time in nanoseconds, in `default` units (`us` or `s`) when no unit
+/// is given, as fio reads each time option; at most [`MAX_JOB_MINUTES`].
+pub(super) fn parse_time_in(s: &str, default: &str) -> Result<u64, String> {
     let (number, suffix) = split_digits(s);
     if number.is_empty() {
         return Err("expected a non-negative whole number with an optional unit".to_string());
     }
     const S: u64 = 1_000_000_000;
+    let suffix = if suffix.is_empty() { default } else { suffix };
     let unit = match suffix.to_ascii_lowercase().as_str() {
-        "" | "s" | "sec" => S,
+        "s" | "sec" => S,
         "us" | "usec" => 1_000,
         "ms" | "msec" => 1_000_000,
         "m" => 60 * S,
@@ -164,7 +171,7 @@ pub(super) fn parse_time_ns(s: &str) -> Result<u64, String> {
         "d" => 86_400 * S,
         _ => {
             return Err(format!(
-                "unknown time unit '{}' (expected us, ms, s, m, h or d; default s)",
+                "unknown time unit '{}' (expected us, ms, s, m, h or d; default {default})",
                 Shown::new(suffix)
             ))
         }

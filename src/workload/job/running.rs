@@ -7,7 +7,7 @@ use crate::host::{BlockDevice, CommandKind, HostQueue, LatencyHistogram};
 use crate::units::{Lba, SimTime, SECTOR_BYTES};
 use crate::workload::access::{Access, Rw, SlotStream};
 use crate::workload::batch::WriteBatch;
-use crate::workload::pace::Pace;
+use crate::workload::pace::{Pace, Think};
 use crate::workload::sizes::Placer;
 use crate::workload::WorkloadError;
 
@@ -27,6 +27,8 @@ pub(super) struct Running<'a> {
     next_kind: CommandKind,
     /// The job's rate limits, if any.
     pub(super) pace: Option<Pace>,
+    /// When the job stalls to think, if it does.
+    pub(super) think: Option<Think>,
     /// Measured ns after which the job stops whatever its limit; 0 for none.
     pub(super) runtime_cap: u64,
 }
@@ -59,6 +61,7 @@ impl<'a> Running<'a> {
             bytes: 0,
             next_kind: CommandKind::Write,
             pace: None,
+            think: None,
             runtime_cap: 0,
         }
         .drawn())
@@ -174,6 +177,9 @@ impl<'a> Running<'a> {
         self.bytes += bytes;
         if let Some(p) = &mut self.pace {
             p.issued(kind as usize, at, bytes);
+        }
+        if let Some(resume) = self.think.as_mut().and_then(|t| t.after_command(self.queue.finished_at())) {
+            self.queue.advance_to(resume);
         }
         self.next_kind = self.draw_kind();
         Ok(())
