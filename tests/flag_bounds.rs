@@ -97,3 +97,21 @@ fn the_longest_torture_accepted_is_announced_in_hours_not_a_saturated_count() {
     let hours: u64 = line.split("estimated ").nth(1).and_then(|t| t.split(" h ").next()?.parse().ok()).expect(&line);
     assert!((10..1000).contains(&hours), "{line}");
 }
+
+/// A capacity that is no whole number of 4 KiB units runs on the whole
+/// units below it, and says so.
+#[test]
+fn a_capacity_of_part_of_a_unit_is_noted_not_silently_rounded() {
+    let run = |capacity: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_duraflash"))
+            .args(["run", "--capacity", capacity, "--quiet", "--name=j", "--rw=write", "--size=1m"])
+            .output()
+            .expect("binary runs");
+        assert_eq!(out.status.code(), Some(0));
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let odd = run("100000001");
+    assert!(odd.contains("capacity 100000001 bytes is not a whole number of 4096-byte units"), "{odd}");
+    assert!(odd.contains("the drive holds 99999744 bytes"), "{odd}");
+    assert!(!run("64MiB").contains("whole number"));
+}

@@ -421,6 +421,7 @@ pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
             None => Failure::Usage(text),
         }
     })?;
+    super::note_rounded_capacity(&overrides, &cfg);
     // An image of another config is refused, so the plan is the drive's.
     let groups = file.plan(cfg.logical_bytes, cfg.seed).map_err(|e| Failure::Usage(source.at(e)))?;
     args.drive

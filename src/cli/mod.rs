@@ -224,7 +224,9 @@ impl DriveArgs {
     /// [`DriveArgs::build`] for a command that holds `drives` drives of
     /// the config at once (copies, or an array's members).
     pub(crate) fn build_held(&self, reads: Reads, drives: u32) -> Result<DriveConfig, String> {
-        let cfg = self.overrides(reads).build(None).map_err(|e| e.to_string())?;
+        let overrides = self.overrides(reads);
+        let cfg = overrides.build(None).map_err(|e| e.to_string())?;
+        note_rounded_capacity(&overrides, &cfg);
         self.check_memory(&cfg, drives)?;
         Ok(cfg)
     }
@@ -490,4 +492,16 @@ pub(crate) fn image_info(path: &std::path::Path, out: &Output) -> Result<(), Fai
     }
     summary += "\n";
     emit(out, &summary, &info, &[])
+}
+
+/// Notes a capacity that is no whole number of the drive's units: the
+/// drive holds the whole units below it.
+pub(crate) fn note_rounded_capacity(overrides: &DriveOverrides, cfg: &DriveConfig) {
+    if let Some(asked) = overrides.capacity.and_then(|c| c.bytes()).filter(|&b| b != cfg.logical_bytes) {
+        note!(
+            "duraflash: note: capacity {asked} bytes is not a whole number of {}-byte units; the drive holds {} bytes",
+            cfg.unit_bytes,
+            cfg.logical_bytes
+        );
+    }
 }
