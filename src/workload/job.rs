@@ -47,6 +47,7 @@ pub struct JobSpec {
     pub bs: u64,
     /// Sizes of reads, writes and TRIMs when they are not all `bs` (fio's
     /// `bs` per direction, `bsrange`, `bssplit`).
+    #[serde(skip_serializing_if = "BlockSizes::is_one_size")]
     pub sizes: BlockSizes,
     /// Commands kept outstanding.
     pub iodepth: u32,

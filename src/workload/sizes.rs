@@ -122,6 +122,11 @@ impl BlockSizes {
         BlockSizes(Some(Box::new(sizes)))
     }
 
+    /// Whether every command is the job's `bs` (the default).
+    pub fn is_one_size(&self) -> bool {
+        self.0.is_none()
+    }
+
     /// The choice of `kind`'s sizes, `None` for the job's `bs`.
     pub fn of(&self, kind: CommandKind) -> Option<&SizeChoice> {
         self.0.as_ref().map(|s| &s[kind as usize])
@@ -190,7 +195,9 @@ impl Placer {
             random: SlotStream::new(access, slots, seed)?,
             rng: ChaCha8Rng::seed_from_u64(size_seed),
             next_seq: 0,
-            covered: mapped.then(|| vec![0; slots.div_ceil(64) as usize]),
+            // A bit for a part slot at the end too, which a command
+            // not a multiple of the slot can reach.
+            covered: mapped.then(|| vec![0; length.div_ceil(unit).div_ceil(64) as usize]),
         })
     }
 
@@ -198,7 +205,7 @@ impl Placer {
     /// sizes vary and its random commands keep fio's map.
     pub(super) fn map_bytes(access: Access, unit: u64, length: u64, sizes: &BlockSizes) -> u64 {
         if access == Access::Shuffled && sizes.varies(unit) {
-            (length / unit).div_ceil(64) * 8
+            length.div_ceil(unit).div_ceil(64) * 8
         } else {
             0
         }
@@ -206,32 +213,34 @@ impl Placer {
 
     /// The next command of `kind`: its offset in the region and its bytes.
     pub(super) fn next(&mut self, kind: CommandKind, random: bool) -> (u64, u64) {
-        let Some(choice) = self.sizes.of(kind).cloned() else {
+        let Placer { unit, length, sizes, random: stream, rng, next_seq, covered } = self;
+        let (unit, length) = (*unit, *length);
+        let Some(choice) = sizes.of(kind) else {
             // One size, one slot a command.
-            let slot = if random { self.random.next_slot() } else { self.sequential_slot() };
-            return (slot * self.unit, self.unit);
+            let slot = if random { stream.next_slot() } else { self.sequential_slot() };
+            return (slot * unit, unit);
         };
         let least = choice.min();
         if !random {
-            if self.next_seq + least > self.length {
-                self.next_seq = 0;
+            if *next_seq + least > length {
+                *next_seq = 0;
             }
-            let at = self.next_seq;
-            let bytes = choice.draw(self.length - at, &mut self.rng);
-            self.next_seq = at + bytes;
+            let at = *next_seq;
+            let bytes = choice.draw(length - at, rng);
+            *next_seq = at + bytes;
             return (at, bytes);
         }
         // The last slot a command of the least size fits at.
-        let last = (self.length - least) / self.unit;
-        let Some(map) = self.covered.as_mut() else {
-            let at = self.random.next_slot().min(last) * self.unit;
-            return (at, choice.draw(self.length - at, &mut self.rng));
+        let last = (length - least) / unit;
+        let Some(map) = covered.as_mut() else {
+            let at = stream.next_slot().min(last) * unit;
+            return (at, choice.draw(length - at, rng));
         };
         let is_covered = |map: &[u64], s: u64| map[(s / 64) as usize] >> (s % 64) & 1 == 1;
         // A uniform draw; a covered slot gives way to the next free one
         // after it, wrapping (fio's axmap_next_free); none free begins a
         // new pass.
-        let drawn = self.random.uniform(last + 1);
+        let drawn = stream.uniform(last + 1);
         let slot = match next_free(map, drawn, last).or_else(|| next_free(map, 0, last)) {
             Some(free) => free,
             None => {
@@ -239,15 +248,15 @@ impl Placer {
                 drawn
             }
         };
-        let at = slot * self.unit;
-        let drawn = choice.draw(self.length - at, &mut self.rng);
+        let at = slot * unit;
+        let bytes = choice.draw(length - at, rng);
         // End at the first slot covered already.
         let mut n = 0;
-        while n < drawn.div_ceil(self.unit) && !is_covered(map, slot + n) {
+        while n < bytes.div_ceil(unit) && !is_covered(map, slot + n) {
             map[((slot + n) / 64) as usize] |= 1 << ((slot + n) % 64);
             n += 1;
         }
-        (at, drawn.min(n * self.unit))
+        (at, bytes.min(n * unit))
     }
 
     fn sequential_slot(&mut self) -> u64 {
@@ -399,6 +408,24 @@ mod tests {
         map[2] = u64::MAX;
         assert_eq!(next_free(&map, 0, 191), None);
         assert_eq!(next_free(&map, 500, 600), None, "beyond the map");
+    }
+
+    #[test]
+    fn a_command_may_end_in_a_part_slot_at_the_regions_end() {
+        // 64 whole slots and half of one: 6 KiB from the last whole slot
+        // reaches into the half.
+        let split = BlockSizes::per_direction([
+            SizeChoice::Fixed(4096),
+            SizeChoice::Split(vec![(4096, 50), (6144, 50)]),
+            SizeChoice::Fixed(4096),
+        ]);
+        let length = 64 * 4096 + 2048;
+        let mut p = Placer::new(Access::Shuffled, 4096, length, &split, 3, 4).unwrap();
+        for _ in 0..10_000 {
+            let (at, n) = p.next(CommandKind::Write, true);
+            assert!(at + n <= length);
+        }
+        assert_eq!(Placer::map_bytes(Access::Shuffled, 4096, length, &split), 16);
     }
 
     #[test]

@@ -123,8 +123,8 @@ impl<'a> Running<'a> {
         }
     }
 
-    /// When the job's next command can be issued: a slot in its queue, and
-    /// its rate's time for the next command's kind.
+    /// When the job's next command can be issued: a slot in its queue (past
+    /// any stall to think), and its rate's time for the next command's kind.
     pub(super) fn ready_at(&self) -> SimTime {
         let slot = self.queue.next_submit_time();
         self.pace.as_ref().map_or(slot, |p| slot.max(p.gate(self.kind_at(slot) as usize, slot)))
