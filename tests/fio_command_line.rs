@@ -372,18 +372,10 @@ fn a_job_makes_the_io_fio_makes_and_keeps_fios_random_map() {
         ours_value(&args)["drive"]["mapped_units"].as_u64().unwrap()
     };
     assert_eq!((clones(&[]), clones(&["--offset_increment=1m"])), (256, 1024));
-    let out = duraflash(&["run", "--capacity", "64MiB", "--quiet", "--name=j", "--size=32m", "--offset_increment=32m"]);
+    let one = ["run", "--capacity", "64MiB", "--quiet", "--name=j", "--size=32m", "--offset_increment=32m"];
+    let out = duraflash(&one);
     assert_eq!(out.status.code(), Some(0), "one clone: {}", stderr(&out));
-    let out = duraflash(&[
-        "run",
-        "--capacity",
-        "64MiB",
-        "--quiet",
-        "--name=j",
-        "--size=32m",
-        "--offset_increment=32m",
-        "--numjobs=3",
-    ]);
+    let out = duraflash(&[&one[..], &["--numjobs=3"]].concat());
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("--offset_increment=32m") && stderr(&out).contains("clone 2"), "{}", stderr(&out));
     // time_based without a runtime warns and runs by size, as fio does.

@@ -121,8 +121,7 @@ impl Sampler {
         while let Some(entry) = self.open.first_entry().filter(|e| *e.key() < upto) {
             for (stat, &n) in self.stats.iter_mut().zip(&entry.remove()) {
                 if n > 0 {
-                    let delta = u128::from(n);
-                    let rate = delta * 1000 / u128::from(self.window_ms) / u128::from(self.divisor);
+                    let rate = u128::from(n) * 1000 / u128::from(self.window_ms) / u128::from(self.divisor);
                     stat.add(u64::try_from(rate).unwrap_or(u64::MAX));
                 }
             }

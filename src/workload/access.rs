@@ -139,6 +139,12 @@ impl Rw {
     pub fn does_trim(self) -> bool {
         matches!(self, Rw::Trim | Rw::RandTrim | Rw::TrimWrite)
     }
+
+    /// Whether it issues reads, writes and trims, in that order (fio's
+    /// per-direction order).
+    pub fn directions(self) -> [bool; 3] {
+        [self.does_read(), self.does_write(), self.does_trim()]
+    }
 }
 
 /// How random offsets are drawn (fio `random_distribution=`).

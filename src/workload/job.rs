@@ -164,15 +164,8 @@ impl JobSpec {
 
     /// The kinds of command the job issues.
     pub fn kinds(&self) -> Vec<CommandKind> {
-        let rw = self.rw;
-        [
-            (rw.does_read(), CommandKind::Read),
-            (rw.does_write(), CommandKind::Write),
-            (rw.does_trim(), CommandKind::Trim),
-        ]
-        .into_iter()
-        .filter_map(|(does, kind)| does.then_some(kind))
-        .collect()
+        let kinds = [CommandKind::Read, CommandKind::Write, CommandKind::Trim];
+        kinds.into_iter().zip(self.rw.directions()).filter_map(|(kind, does)| does.then_some(kind)).collect()
     }
 
     /// The largest command the job issues.

@@ -66,8 +66,8 @@ impl Job {
         };
         let data = DataSpec::new(self.compress_pct, self.compress_chunk as usize, self.dedupe_pct)
             .map_err(|e| WorkloadError::from(e).in_job(&self.name))?;
-        let issues = [self.rw.does_read(), self.rw.does_write(), self.rw.does_trim()];
-        let one_size = self.block_sizes.iter().zip(issues).all(|(c, used)| !used || *c == SizeChoice::Fixed(self.bs));
+        let mut directions = self.block_sizes.iter().zip(self.rw.directions());
+        let one_size = directions.all(|(c, used)| !used || *c == SizeChoice::Fixed(self.bs));
         let sizes = if one_size { BlockSizes::default() } else { BlockSizes::per_direction(self.block_sizes.clone()) };
         Ok(JobSpec {
             name: self.name.clone(),

@@ -490,8 +490,7 @@ impl Builder {
         }
         // The job's bs is the least size of the directions it issues.
         job.block_sizes = sizes.choices();
-        let issues = [job.rw.does_read(), job.rw.does_write(), job.rw.does_trim()];
-        let used = || job.block_sizes.iter().zip(issues).filter_map(|(c, used)| used.then_some(c));
+        let used = || job.block_sizes.iter().zip(job.rw.directions()).filter_map(|(c, used)| used.then_some(c));
         job.bs = used().map(SizeChoice::min).min().unwrap_or(DEFAULT_BS);
         // Every non-default value has an origin; fall back to the header line.
         let bad_at = |k: Key, reason: String| match origins.get(&k) {
