@@ -273,7 +273,7 @@ impl Key {
             "size" => Key::Size,
             "offset" => Key::Offset,
             "offset_increment" => Key::OffsetIncrement,
-            "runtime" => Key::Runtime,
+            "runtime" | "timeout" => Key::Runtime,
             "time_based" => Key::TimeBased,
             "io_size" | "io_limit" => Key::IoSize,
             "number_ios" => Key::NumberIos,

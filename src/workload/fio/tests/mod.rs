@@ -241,6 +241,8 @@ fn runtime_units() {
         assert_eq!(job(&format!("[j]\nruntime={text}\n")).runtime_ns, Some(ns), "runtime={text}");
     }
     assert_eq!(job("[j]\nruntime=0\n").runtime_ns, None);
+    // fio's alias.
+    assert_eq!(job("[j]\ntimeout=60\n").runtime_ns, Some(60_000_000_000));
     for text in ["1.5s", "5x", "min", "", "s", "-3", "999999999999d"] {
         assert_eq!(bad_value_line(&format!("[j]\nruntime={text}\n")).1, 2, "runtime={text}");
     }
