@@ -159,8 +159,9 @@ fn bad_block_sizes_are_usage_errors_naming_the_option() {
     }
 }
 
-/// Writes of several sizes through the batch keep every byte: a memory
-/// drive reads back what the job wrote, and its invariants hold.
+/// Writes of several sizes through the batch reach every unit: after two
+/// passes a memory drive holds written data in each unit of the region
+/// (none left unmapped or zero), and its invariants hold.
 #[test]
 fn writes_of_several_sizes_keep_their_bytes() {
     let mut cfg = DriveConfig::preset("sf2281-240g").unwrap().scaled(64 << 20).unwrap();

@@ -6,12 +6,12 @@
 //! page faults. The top-level `time` and `timestamp` are left out: the
 //! same seed and config give the same JSON.
 
+use std::collections::BTreeMap;
+
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
 use duraflash::device::Stats;
-use std::collections::BTreeMap;
-
 use duraflash::host::{FioBins, FioLatency, SampleStat, DEPTH_LEVELS, LATENCY_RANGES};
 use duraflash::workload::fio::Job;
 use duraflash::workload::job::{DirResult, JobResult};

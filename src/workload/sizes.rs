@@ -292,6 +292,11 @@ mod tests {
         ChaCha8Rng::seed_from_u64(5)
     }
 
+    /// Writes of `choice`, reads and TRIMs of 4 KiB.
+    fn writes(choice: SizeChoice) -> BlockSizes {
+        BlockSizes::per_direction([SizeChoice::Fixed(4096), choice, SizeChoice::Fixed(4096)])
+    }
+
     #[test]
     fn a_range_gives_multiples_of_its_low_end_evenly_and_fits_the_room() {
         let range = SizeChoice::Range { lo: 4096, hi: 16384 };
@@ -339,24 +344,19 @@ mod tests {
 
     #[test]
     fn sizes_are_checked_against_the_slot_and_the_region() {
-        let sizes = |c: SizeChoice| BlockSizes::per_direction([SizeChoice::Fixed(4096), c, SizeChoice::Fixed(4096)]);
         let w = [CommandKind::Write];
-        assert!(sizes(SizeChoice::Split(vec![(4096, 50), (8192, 50)])).check(4096, 1 << 20, &w).is_ok());
-        assert!(sizes(SizeChoice::Split(vec![(4000, 50), (8192, 50)])).check(512, 1 << 20, &w).is_err());
-        assert!(sizes(SizeChoice::Fixed(2048)).check(4096, 1 << 20, &w).is_err(), "below the slot");
-        assert!(sizes(SizeChoice::Fixed(1 << 21)).check(4096, 1 << 20, &w).is_err(), "past the region");
-        assert!(sizes(SizeChoice::Fixed(1 << 21)).check(4096, 1 << 20, &[CommandKind::Read]).is_ok(), "unused");
+        assert!(writes(SizeChoice::Split(vec![(4096, 50), (8192, 50)])).check(4096, 1 << 20, &w).is_ok());
+        assert!(writes(SizeChoice::Split(vec![(4000, 50), (8192, 50)])).check(512, 1 << 20, &w).is_err());
+        assert!(writes(SizeChoice::Fixed(2048)).check(4096, 1 << 20, &w).is_err(), "below the slot");
+        assert!(writes(SizeChoice::Fixed(1 << 21)).check(4096, 1 << 20, &w).is_err(), "past the region");
+        assert!(writes(SizeChoice::Fixed(1 << 21)).check(4096, 1 << 20, &[CommandKind::Read]).is_ok(), "unused");
         assert_eq!(BlockSizes::default().largest(4096, &w), 4096);
-        assert_eq!(sizes(SizeChoice::Range { lo: 4096, hi: 16384 }).largest(4096, &w), 16384);
+        assert_eq!(writes(SizeChoice::Range { lo: 4096, hi: 16384 }).largest(4096, &w), 16384);
     }
 
     #[test]
     fn sequential_commands_follow_each_other_and_end_at_the_region() {
-        let split = BlockSizes::per_direction([
-            SizeChoice::Fixed(4096),
-            SizeChoice::Split(vec![(4096, 50), (12288, 50)]),
-            SizeChoice::Fixed(4096),
-        ]);
+        let split = writes(SizeChoice::Split(vec![(4096, 50), (12288, 50)]));
         let mut p = Placer::new(Access::Sequential, 4096, 1 << 20, &split, 1, 2).unwrap();
         let (mut end, mut total) = (0, 0);
         while total < 1 << 20 {
@@ -371,11 +371,7 @@ mod tests {
 
     #[test]
     fn the_random_map_covers_every_slot_once_a_pass_with_several_sizes() {
-        let split = BlockSizes::per_direction([
-            SizeChoice::Fixed(4096),
-            SizeChoice::Split(vec![(4096, 40), (16384, 40), (65536, 20)]),
-            SizeChoice::Fixed(4096),
-        ]);
+        let split = writes(SizeChoice::Split(vec![(4096, 40), (16384, 40), (65536, 20)]));
         let slots = 1000u64;
         let mut p = Placer::new(Access::Shuffled, 4096, slots * 4096, &split, 3, 4).unwrap();
         for pass in 0..3 {
@@ -414,11 +410,7 @@ mod tests {
     fn a_command_may_end_in_a_part_slot_at_the_regions_end() {
         // 64 whole slots and half of one: 6 KiB from the last whole slot
         // reaches into the half.
-        let split = BlockSizes::per_direction([
-            SizeChoice::Fixed(4096),
-            SizeChoice::Split(vec![(4096, 50), (6144, 50)]),
-            SizeChoice::Fixed(4096),
-        ]);
+        let split = writes(SizeChoice::Split(vec![(4096, 50), (6144, 50)]));
         let length = 64 * 4096 + 2048;
         let mut p = Placer::new(Access::Shuffled, 4096, length, &split, 3, 4).unwrap();
         for _ in 0..10_000 {
@@ -430,8 +422,7 @@ mod tests {
 
     #[test]
     fn without_a_map_random_commands_start_where_the_least_size_fits() {
-        let sizes =
-            BlockSizes::per_direction([SizeChoice::Fixed(4096), SizeChoice::Fixed(65536), SizeChoice::Fixed(4096)]);
+        let sizes = writes(SizeChoice::Fixed(65536));
         let mut p = Placer::new(Access::Uniform, 4096, 1 << 20, &sizes, 3, 4).unwrap();
         for _ in 0..10_000 {
             let (at, n) = p.next(CommandKind::Write, true);
