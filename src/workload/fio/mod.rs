@@ -134,8 +134,6 @@
 //! or in [`IGNORED_KEYS`]. A byte `size` (plus `offset`) beyond the drive is
 //! an error, not a clamp ([`JobFile::specs`]).
 
-use std::ops::Range;
-
 use thiserror::Error;
 
 use crate::input::Shown;
@@ -552,46 +550,4 @@ pub struct Job {
     pub file: usize,
     /// The section header's name (fio's `--section` selects by it).
     pub section: String,
-}
-
-impl Job {
-    /// Bytes denoted by `e` on a device of `device_bytes` bytes, before any
-    /// alignment. Percentages round down and never exceed the device.
-    pub fn resolve_bytes(&self, e: &SizeSpec, device_bytes: u64) -> u64 {
-        match *e {
-            SizeSpec::Bytes(b) => b,
-            SizeSpec::Whole => device_bytes,
-            // `as` saturates; p <= 100 keeps the result within the device.
-            SizeSpec::Percent(p) => ((device_bytes as f64 * p / 100.0) as u64).min(device_bytes),
-        }
-    }
-
-    /// The byte range this job works in on a device of `device_bytes` bytes
-    /// (its first clone's: [`Job::clone_region`]).
-    pub fn region(&self, device_bytes: u64) -> Range<u64> {
-        self.clone_region(device_bytes, 0)
-    }
-
-    /// The byte range clone `subjob` (0 for the job itself) of the job's
-    /// `numjobs` works in: from `offset + subjob x offset_increment`
-    /// (fio's `get_start_offset`), aligned up to `bs` when either is a
-    /// percentage (HOWTO `offset_align` default). A whole-device `size`
-    /// runs from there to the end of the device. The range is clamped to
-    /// the device.
-    pub fn clone_region(&self, device_bytes: u64, subjob: u64) -> Range<u64> {
-        let step = self.resolve_bytes(&self.offset_increment, device_bytes).saturating_mul(subjob);
-        let raw = self.resolve_bytes(&self.offset, device_bytes).saturating_add(step);
-        let percent = |s: &SizeSpec| matches!(s, SizeSpec::Percent(_));
-        let start = if percent(&self.offset) || percent(&self.offset_increment) {
-            raw.div_ceil(self.bs).saturating_mul(self.bs)
-        } else {
-            raw
-        }
-        .min(device_bytes);
-        let len = match self.size {
-            SizeSpec::Whole => device_bytes - start,
-            size => self.resolve_bytes(&size, device_bytes),
-        };
-        start..start.saturating_add(len).min(device_bytes)
-    }
 }
