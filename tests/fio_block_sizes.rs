@@ -141,6 +141,65 @@ fn the_job_line_shows_each_directions_sizes_as_fio_does() {
     }
 }
 
+/// `blockalign` puts random offsets on its boundary and, as in fio, turns
+/// the random map off with a warning: 256 writes of 4 KiB on 64 KiB
+/// boundaries of 1 MiB map the 16 units at those boundaries and no other.
+#[test]
+fn blockalign_puts_offsets_on_its_boundary_without_the_map() {
+    let args = ["--rw=randwrite", "--bs=4k", "--ba=64k", "--size=1m"];
+    let mut all = vec!["run", "--capacity", "64MiB", "--output-format=json", "--name=j"];
+    all.extend(args);
+    let out = duraflash(&all);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("turns off the random map"), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(counts(&v), [(0, 0), (256, 1 << 20)]);
+    assert_eq!(v["drive"]["mapped_units"], 16);
+    // Sequential jobs ignore it, as fio does: one pass maps every unit.
+    let v = ours(&["--rw=write", "--bs=4k", "--ba=64k", "--size=1m"]);
+    assert_eq!(v["drive"]["mapped_units"], 256);
+    if let Some(fio) = theirs(&args) {
+        assert_eq!(counts(&fio), [(0, 0), (256, 1 << 20)], "real fio");
+    }
+}
+
+/// Each direction's random offsets fall on its own smallest size, as in
+/// fio: with 4 KiB reads and 64 KiB writes each write starts a 64 KiB
+/// block, so the units written in a block are its first ones (a write
+/// ends early at a unit a read covered this pass, fio's random map).
+#[test]
+fn writes_of_a_mix_fall_on_their_own_boundary() {
+    let mut cfg = DriveConfig::preset("sf2281-240g").unwrap().scaled(64 << 20).unwrap();
+    cfg.media = Media::Memory;
+    let mut drive = Drive::new(cfg).unwrap();
+    let spec = JobSpec {
+        name: "mix".into(),
+        rw: Rw::RandRw,
+        bs: 4096,
+        sizes: BlockSizes::per_direction([SizeChoice::Fixed(4096), SizeChoice::Fixed(65536), SizeChoice::Fixed(4096)]),
+        iodepth: 4,
+        offset: 0,
+        length: 16 << 20,
+        limit: Limit::Ops(200),
+        rwmixread: 50,
+        distribution: Distribution::Shuffled,
+        data: DataSpec::compressible(50).unwrap(),
+        seed: 7,
+    };
+    let result = run_job(&mut drive, &spec, &mut |_| {}).unwrap();
+    assert!(result.write.io_bytes >= 50 << 16, "{} bytes written", result.write.io_bytes);
+    let data = drive.read(duraflash::units::Lba(0), (16 << 20) / 512).unwrap();
+    let mut whole = 0;
+    for block in data.chunks(65536) {
+        let written: Vec<bool> = block.chunks(4096).map(|u| u.iter().any(|&b| b != 0)).collect();
+        let first = written.iter().take_while(|&&w| w).count();
+        assert!(written[first..].iter().all(|&w| !w), "a write began inside a 64 KiB block: {written:?}");
+        whole += usize::from(first == 16);
+    }
+    assert!(whole > 50, "most writes whole: {whole} blocks");
+    drive.check_invariants().expect("invariants");
+}
+
 #[test]
 fn bad_block_sizes_are_usage_errors_naming_the_option() {
     for (arg, needle) in [
@@ -152,6 +211,8 @@ fn bad_block_sizes_are_usage_errors_naming_the_option() {
         ("--bssplit=4k/50:1000/50", "multiple of 512"),
         // Reads of 4 KiB, writes of 128 MiB in a 64 MiB region.
         ("--bs=4k,128m", "fits in the region"),
+        ("--ba=1000", "multiple of 512"),
+        ("--blockalign=128m", "blockalign"),
     ] {
         let out = duraflash(&["run", "--capacity", "64MiB", "--quiet", "--name=j", "--rw=randrw", "--size=64m", arg]);
         assert_eq!(out.status.code(), Some(2), "{arg}: {}", stderr(&out));

@@ -43,10 +43,11 @@ pub struct JobSpec {
     #[serde(serialize_with = "serialize_debug")]
     pub rw: Rw,
     /// Bytes per command: a positive multiple of 512. With `sizes`, the
-    /// smallest, to which random commands align (fio's minimum `bs`).
+    /// smallest (fio's minimum `bs`).
     pub bs: u64,
-    /// Sizes of reads, writes and TRIMs when they are not all `bs` (fio's
-    /// `bs` per direction, `bsrange`, `bssplit`).
+    /// Sizes of reads, writes and TRIMs when they are not all `bs`, and
+    /// where their random offsets align (fio's `bs` per direction,
+    /// `bsrange`, `bssplit`, `blockalign`).
     #[serde(skip_serializing_if = "BlockSizes::is_one_size")]
     pub sizes: BlockSizes,
     /// Commands kept outstanding.
@@ -171,6 +172,11 @@ impl JobSpec {
     /// The largest command the job issues.
     pub fn largest_command(&self) -> u64 {
         self.sizes.largest(self.bs, &self.kinds())
+    }
+
+    /// The slot the job's region is cut into ([`BlockSizes::slot`]).
+    pub fn slot(&self) -> u64 {
+        self.sizes.slot(self.bs, &self.kinds())
     }
 }
 
@@ -368,7 +374,7 @@ impl GroupMemory {
             m.queues = m.queues.saturating_add(HostQueue::bytes_for(s.iodepth, commands));
             m.largest_command = m.largest_command.max(s.largest_command());
             let access = Access::from(s.distribution);
-            m.random_maps = m.random_maps.saturating_add(Placer::map_bytes(access, s.bs, s.length, &s.sizes));
+            m.random_maps = m.random_maps.saturating_add(Placer::map_bytes(access, s.slot(), s.length, &s.sizes));
         }
         m
     }

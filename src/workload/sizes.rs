@@ -1,16 +1,18 @@
 //! Command sizes and where commands land: fio's `bs` per direction,
-//! `bsrange` and `bssplit` ([`SizeChoice`], [`BlockSizes`]), and a job's
-//! placement of its commands in its region (`Placer`).
+//! `bsrange`, `bssplit` and `blockalign` ([`SizeChoice`], [`BlockSizes`]),
+//! and a job's placement of its commands in its region (`Placer`).
 //!
-//! A job's region is cut into slots of its smallest block size (fio's
-//! minimum `bs`, to which random offsets align). A sequential job's next
-//! command starts where the last one ended; a random one starts at a slot
-//! and covers its bytes rounded up to whole slots. fio's random map keeps
-//! each slot to one command a pass: with one size the shuffled slot
-//! stream does that alone; with several, as fio does, a uniform draw that
-//! lands on a covered slot moves to the next free one (lib/axmap.c
-//! `axmap_next_free`), and a command ends at the first covered slot
-//! (io_u.c `mark_random_map`).
+//! A job's region is cut into slots: its smallest block size, or less
+//! where a direction's boundary is not a multiple of it. A sequential
+//! job's next command starts where the last one ended; a random one
+//! starts on its direction's boundary (fio's `blockalign`, by default the
+//! direction's smallest size: with `bs=4k,64k` writes fall on 64 KiB
+//! boundaries) and covers its bytes rounded up to whole slots. fio's
+//! random map keeps each slot to one command a pass: with one size the
+//! shuffled slot stream does that alone; with several, as fio does, a
+//! uniform draw that lands on a covered slot moves to the next free one on
+//! its boundary (lib/axmap.c `axmap_next_free`), and a command ends at the
+//! first covered slot (io_u.c `mark_random_map`).
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -111,15 +113,35 @@ impl SizeChoice {
     }
 }
 
-/// The sizes of a job's reads, writes and TRIMs; by default every
-/// command is the job's `bs`.
+/// The sizes of a job's reads, writes and TRIMs, and where their random
+/// offsets align; by default every command is the job's `bs`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct BlockSizes(Option<Box<[SizeChoice; 3]>>);
+pub struct BlockSizes(Option<Box<Directions>>);
+
+/// The sizes and alignments of [`BlockSizes`], in [`CommandKind`] order.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+struct Directions {
+    sizes: [SizeChoice; 3],
+    /// fio's `blockalign`: the boundary each direction's random offsets
+    /// fall on; `None` for the direction's smallest size (fio's default).
+    #[serde(skip_serializing_if = "is_default_align")]
+    align: [Option<u64>; 3],
+}
+
+fn is_default_align(align: &[Option<u64>; 3]) -> bool {
+    align.iter().all(Option::is_none)
+}
 
 impl BlockSizes {
     /// Reads, writes and TRIMs of these sizes (in [`CommandKind`] order).
     pub fn per_direction(sizes: [SizeChoice; 3]) -> Self {
-        BlockSizes(Some(Box::new(sizes)))
+        BlockSizes(Some(Box::new(Directions { sizes, align: [None; 3] })))
+    }
+
+    /// These sizes with random offsets aligned to `align` per direction
+    /// (fio's `blockalign`; `None` keeps the direction's smallest size).
+    pub fn aligned(self, align: [Option<u64>; 3]) -> Self {
+        BlockSizes(self.0.map(|d| Box::new(Directions { align, ..*d })))
     }
 
     /// Whether every command is the job's `bs` (the default).
@@ -129,7 +151,12 @@ impl BlockSizes {
 
     /// The choice of `kind`'s sizes, `None` for the job's `bs`.
     pub fn of(&self, kind: CommandKind) -> Option<&SizeChoice> {
-        self.0.as_ref().map(|s| &s[kind as usize])
+        self.0.as_ref().map(|d| &d.sizes[kind as usize])
+    }
+
+    /// The boundary `kind`'s random offsets fall on, `bs` without a choice.
+    fn align(&self, kind: CommandKind, bs: u64) -> u64 {
+        self.0.as_ref().map_or(bs, |d| d.align[kind as usize].unwrap_or_else(|| d.sizes[kind as usize].min()))
     }
 
     /// The largest command of the directions in `kinds`, `bs` for those
@@ -138,15 +165,31 @@ impl BlockSizes {
         kinds.iter().map(|&k| self.of(k).map_or(bs, SizeChoice::max)).max().unwrap_or(bs)
     }
 
+    /// The slot a job of least size `bs` issuing `kinds` is cut into: the
+    /// largest that every one of their alignments is a whole number of
+    /// (`bs` itself unless a direction aligns to a size `bs` does not
+    /// divide, such as 6 KiB writes beside 4 KiB reads).
+    pub fn slot(&self, bs: u64, kinds: &[CommandKind]) -> u64 {
+        kinds.iter().fold(bs, |g, &k| gcd(g, self.align(k, bs)))
+    }
+
     /// Checks the directions in `kinds` against slots of `unit` bytes in a
     /// region of `length` bytes: every size a positive multiple of 512 of
-    /// at least a slot, and the smallest within the region.
+    /// at least a slot, the smallest within the region, and every
+    /// alignment a positive multiple of 512 within the region.
     pub fn check(&self, unit: u64, length: u64, kinds: &[CommandKind]) -> Result<(), String> {
+        let Some(d) = &self.0 else { return Ok(()) };
         for &k in kinds {
-            if let Some(choice) = self.of(k) {
-                choice.check(unit)?;
-                if choice.min() > length {
-                    return Err(format!("no {}-byte command fits in the region of {length} bytes", choice.min()));
+            let choice = &d.sizes[k as usize];
+            choice.check(unit)?;
+            if choice.min() > length {
+                return Err(format!("no {}-byte command fits in the region of {length} bytes", choice.min()));
+            }
+            if let Some(a) = d.align[k as usize] {
+                if a == 0 || !a.is_multiple_of(512) || a > length {
+                    return Err(format!(
+                        "blockalign {a} is not a positive multiple of 512 within the region of {length} bytes"
+                    ));
                 }
             }
         }
@@ -155,7 +198,16 @@ impl BlockSizes {
 
     /// Whether a command may cover more than one slot of `unit` bytes.
     fn varies(&self, unit: u64) -> bool {
-        self.0.as_ref().is_some_and(|s| s.iter().any(|c| c.max() > unit))
+        self.0.as_ref().is_some_and(|d| d.sizes.iter().any(|c| c.max() > unit))
+    }
+}
+
+/// The greatest common divisor of `a` and `b`.
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
     }
 }
 
@@ -230,18 +282,21 @@ impl Placer {
             *next_seq = at + bytes;
             return (at, bytes);
         }
-        // The last slot a command of the least size fits at.
-        let last = (length - least) / unit;
+        // Random commands start on the direction's boundary, `k` slots
+        // apart, and the last where a command of the least size fits.
+        let align = sizes.align(kind, unit);
+        let k = align / unit;
+        let last = (length - least) / align;
         let Some(map) = covered.as_mut() else {
-            let at = stream.next_slot().min(last) * unit;
+            let at = (stream.next_slot() / k).min(last) * align;
             return (at, choice.draw(length - at, rng));
         };
         let is_covered = |map: &[u64], s: u64| map[(s / 64) as usize] >> (s % 64) & 1 == 1;
         // A uniform draw; a covered slot gives way to the next free one
-        // after it, wrapping (fio's axmap_next_free); none free begins a
-        // new pass.
-        let drawn = stream.uniform(last + 1);
-        let slot = match next_free(map, drawn, last).or_else(|| next_free(map, 0, last)) {
+        // on the boundary after it, wrapping (fio's axmap_next_free); none
+        // free begins a new pass.
+        let drawn = stream.uniform(last + 1) * k;
+        let slot = match next_free_on(map, drawn, k, last * k).or_else(|| next_free_on(map, 0, k, last * k)) {
             Some(free) => free,
             None => {
                 map.fill(0);
@@ -263,6 +318,23 @@ impl Placer {
         let slot = self.next_seq / self.unit;
         self.next_seq = (slot + 1) % (self.length / self.unit) * self.unit;
         slot
+    }
+}
+
+/// The first slot from `from` to `last` on a multiple of `k` not set in
+/// `map`.
+fn next_free_on(map: &[u64], from: u64, k: u64, last: u64) -> Option<u64> {
+    let mut at = from;
+    loop {
+        let free = next_free(map, at, last)?;
+        let on = free.div_ceil(k) * k;
+        if on == free {
+            return Some(free);
+        }
+        at = on;
+        if at > last {
+            return None;
+        }
     }
 }
 
@@ -389,6 +461,71 @@ mod tests {
         assert_eq!(Placer::map_bytes(Access::Shuffled, 4096, slots * 4096, &split), 128);
         assert_eq!(Placer::map_bytes(Access::Uniform, 4096, slots * 4096, &split), 0);
         assert_eq!(Placer::map_bytes(Access::Shuffled, 4096, slots * 4096, &BlockSizes::default()), 0);
+    }
+
+    #[test]
+    fn each_direction_lands_on_its_own_boundary_under_the_map() {
+        // fio's randrw bs=4k,64k: reads on 4 KiB, writes on 64 KiB.
+        let sizes = writes(SizeChoice::Fixed(65536));
+        let kinds = [CommandKind::Read, CommandKind::Write];
+        assert_eq!(sizes.slot(4096, &kinds), 4096);
+        let slots = 4096u64;
+        let mut p = Placer::new(Access::Shuffled, 4096, slots * 4096, &sizes, 3, 4).unwrap();
+        let mut covered = vec![0u8; slots as usize];
+        let mut first_pass = 0;
+        for i in 0.. {
+            let kind = kinds[i % 2];
+            let (at, n) = p.next(kind, true);
+            assert_eq!(at % if kind == CommandKind::Write { 65536 } else { 4096 }, 0, "{kind:?} at {at}");
+            let range = (at / 4096) as usize..((at + n) / 4096) as usize;
+            if covered[range.clone()].iter().any(|&c| c > 0) {
+                break;
+            }
+            covered[range].fill(1);
+            first_pass += n;
+        }
+        // A pass ends when no 64 KiB block is wholly free for a write.
+        let free_blocks = covered.chunks(16).filter(|b| b.iter().all(|&c| c == 0)).count();
+        assert_eq!(free_blocks, 0);
+        assert!(first_pass > slots * 4096 / 2, "most of the region once before a slot comes twice: {first_pass}");
+    }
+
+    #[test]
+    fn a_boundary_no_size_divides_cuts_smaller_slots() {
+        // 4 KiB reads beside 6 KiB writes: slots of 2 KiB, writes on 6 KiB.
+        let sizes = writes(SizeChoice::Fixed(6144));
+        let kinds = [CommandKind::Read, CommandKind::Write];
+        assert_eq!(sizes.slot(4096, &kinds), 2048);
+        assert_eq!(sizes.slot(4096, &[CommandKind::Read]), 4096, "only the directions issued count");
+        let length = 1 << 20;
+        let mut p = Placer::new(Access::Shuffled, 2048, length, &sizes, 3, 4).unwrap();
+        for _ in 0..2000 {
+            let (at, n) = p.next(CommandKind::Write, true);
+            assert!(at % 6144 == 0 && at + n <= length, "{at}+{n}");
+            let (at, _) = p.next(CommandKind::Read, true);
+            assert_eq!(at % 4096, 0);
+        }
+    }
+
+    #[test]
+    fn blockalign_moves_offsets_without_a_map() {
+        let length = 1 << 20;
+        let wide = writes(SizeChoice::Fixed(4096)).aligned([None, Some(65536), None]);
+        assert_eq!(wide.slot(4096, &[CommandKind::Write]), 4096);
+        let mut p = Placer::new(Access::Uniform, 4096, length, &wide, 3, 4).unwrap();
+        let starts: std::collections::BTreeSet<u64> = (0..2000).map(|_| p.next(CommandKind::Write, true).0).collect();
+        assert!(starts.iter().all(|at| at % 65536 == 0));
+        assert_eq!(starts.len(), 16, "every 64 KiB boundary of 1 MiB is reached: {starts:?}");
+        let narrow = writes(SizeChoice::Fixed(4096)).aligned([None, Some(512), None]);
+        let slot = narrow.slot(4096, &[CommandKind::Write]);
+        assert_eq!(slot, 512);
+        let mut p = Placer::new(Access::Uniform, slot, length, &narrow, 3, 4).unwrap();
+        let starts: Vec<u64> = (0..2000).map(|_| p.next(CommandKind::Write, true).0).collect();
+        assert!(starts.iter().all(|&at| at % 512 == 0 && at + 4096 <= length));
+        assert!(starts.iter().any(|at| at % 4096 != 0), "offsets between 4 KiB boundaries too");
+        let w = [CommandKind::Write];
+        assert!(writes(SizeChoice::Fixed(4096)).aligned([None, Some(1000), None]).check(4096, length, &w).is_err());
+        assert!(writes(SizeChoice::Fixed(4096)).aligned([None, Some(2 << 20), None]).check(4096, length, &w).is_err());
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! fio's block sizes: `bs` per direction, `bsrange` and `bssplit`, each
-//! given as `reads[,writes[,trims]]` (HOWTO "Block size": a value not
+//! fio's block sizes: `bs` per direction, `bsrange`, `bssplit` and
+//! `blockalign`, each given as `reads[,writes[,trims]]` (HOWTO "Block size": a value not
 //! ended by a comma applies to the directions after it, an empty one is
 //! the default), and how they combine: `bssplit` over `bsrange` over
 //! `bs`, whatever their order, as fio's options do.
@@ -24,11 +24,13 @@ pub(super) struct BlockSizeOptions {
     pub(super) bs: [u64; 3],
     pub(super) range: [Option<(u64, u64)>; 3],
     pub(super) split: [Option<Split>; 3],
+    /// `blockalign`: `None` for the direction's smallest size.
+    pub(super) align: [Option<u64>; 3],
 }
 
 impl Default for BlockSizeOptions {
     fn default() -> Self {
-        BlockSizeOptions { bs: [DEFAULT_BS; 3], range: [None, None, None], split: [None, None, None] }
+        BlockSizeOptions { bs: [DEFAULT_BS; 3], range: [None, None, None], split: [None, None, None], align: [None; 3] }
     }
 }
 
@@ -80,6 +82,22 @@ pub(super) fn parse_bs(s: &str) -> Result<[u64; 3], String> {
     for (slot, part) in out.iter_mut().zip(directions(s)?) {
         if let Some(p) = part {
             *slot = one_size(p)?;
+        }
+    }
+    Ok(out)
+}
+
+/// `blockalign=r[,w[,t]]` (`ba`): a positive multiple of 512 a direction;
+/// an empty one keeps the direction's smallest size.
+pub(super) fn parse_blockalign(s: &str) -> Result<[Option<u64>; 3], String> {
+    let mut out = [None; 3];
+    for (slot, part) in out.iter_mut().zip(directions(s)?) {
+        if let Some(p) = part {
+            let a = one_size(p)?;
+            if !a.is_multiple_of(512) {
+                return Err(format!("a boundary of {a} bytes is not a multiple of 512 (a sector)"));
+            }
+            *slot = Some(a);
         }
     }
     Ok(out)
@@ -192,11 +210,21 @@ mod tests {
     }
 
     #[test]
+    fn blockalign_follows_the_comma_rule_in_sectors() {
+        assert_eq!(parse_blockalign("64k").unwrap(), [Some(65536); 3]);
+        assert_eq!(parse_blockalign("8k,").unwrap(), [Some(8192), None, None]);
+        assert_eq!(parse_blockalign(",16k").unwrap(), [None, Some(16384), Some(16384)]);
+        assert!(parse_blockalign("1000").unwrap_err().contains("multiple of 512"));
+        assert!(parse_blockalign("0").is_err() && parse_blockalign("-4k").is_err() && parse_blockalign(",").is_err());
+    }
+
+    #[test]
     fn a_split_beats_a_range_beats_bs_per_direction() {
         let o = BlockSizeOptions {
             bs: [8192, 16384, 16384],
             range: [Some((4096, 4096)), None, Some((4096, 65536))],
             split: [None, Some(vec![(4096, 100)]), None],
+            align: [None; 3],
         };
         assert_eq!(
             o.choices(),

@@ -113,7 +113,11 @@ impl Job {
             .map_err(|e| WorkloadError::from(e).in_job(&self.name))?;
         let mut directions = self.block_sizes.iter().zip(self.rw.directions());
         let one_size = directions.all(|(c, used)| !used || *c == SizeChoice::Fixed(self.bs));
-        let sizes = if one_size { BlockSizes::default() } else { BlockSizes::per_direction(self.block_sizes.clone()) };
+        let sizes = if one_size && self.block_align.iter().all(Option::is_none) {
+            BlockSizes::default()
+        } else {
+            BlockSizes::per_direction(self.block_sizes.clone()).aligned(self.block_align)
+        };
         Ok(JobSpec {
             name: self.name.clone(),
             rw: self.rw,

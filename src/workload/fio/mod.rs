@@ -64,11 +64,14 @@
 //! | key (aliases) | field | default | HOWTO section |
 //! |---|---|---|---|
 //! | `rw` (`readwrite`) | [`Job::rw`] | `read` | I/O type |
-//! | `bs` (`blocksize`) | [`Job::bs`] | 4096 | Block size |
+//! | `bs` (`blocksize`) | [`Job::bs`], [`Job::block_sizes`] (per direction: `r[,w[,t]]`) | 4096 | Block size |
+//! | `bsrange` (`blocksize_range`), `bssplit` | [`Job::block_sizes`] (per direction) | none | Block size |
+//! | `blockalign` (`ba`) | [`Job::block_align`] (per direction; turns `norandommap` on) | each direction's smallest size | Block size |
 //! | `iodepth` | [`Job::iodepth`] | 1 | I/O depth |
 //! | `size` | [`Job::size`] | whole device | I/O size |
 //! | `offset` | [`Job::offset`] | 0 | I/O type |
-//! | `runtime` | [`Job::runtime_ns`] | none (0 = no limit) | Time related parameters |
+//! | `offset_increment` | [`Job::offset_increment`] | 0 | I/O type |
+//! | `runtime` (`timeout`) | [`Job::runtime_ns`] | none (0 = no limit) | Time related parameters |
 //! | `time_based` | [`Job::time_based`] | false | Time related parameters |
 //! | `io_size` (`io_limit`) | [`Job::io_size`] | none | I/O size |
 //! | `number_ios` | [`Job::number_ios`] | none (0 = no limit) | I/O type |
@@ -88,6 +91,7 @@
 //! | `ramp_time` | [`Job::timing`] (a time, as `runtime`) | none | Time related parameters |
 //! | `startdelay` | [`Job::timing`] (a time; no range) | 0 | Time related parameters |
 //! | `rate_iops`, `rate` | [`Job::timing`] (per direction: `r[,w[,t]]`, as `bs` in fio; bytes/s for `rate`) | no limit | I/O rate |
+//! | `thinktime`, `thinktime_spin`, `thinktime_blocks`, `thinktime_iotime` | [`Job::timing`] | none, 0, 1, none | I/O rate |
 //! | `ioengine`, `filename`, `direct` | recorded, no effect on the model | | |
 //! | `loops` | [`Job::loops`] | 1 | Threads, processes and job synchronization |
 //! | `norandommap` | [`Job::norandommap`] | false (a random map: each pass touches every block once) | I/O type |
@@ -126,8 +130,8 @@
 //! it at the drive's speed), and so is a
 //! line longer than [`MAX_LINE_BYTES`] (fio splits it).
 //!
-//! Not supported, and rejected with an error: per-direction or ranged block
-//! sizes (`bs=4k,8k`, `bs=4k-16k`), the `rw=randread:8` offset modifier,
+//! Not supported, and rejected with an error: a range given to `bs`
+//! (`bs=4k-16k`; fio's is `bsrange=`), the `rw=randread:8` offset modifier,
 //! `rw=randtrimwrite` and the file* modes, `normal`/`gauss`/`zoned`
 //! distributions and distribution centres (`zipf:1.2:0.25`), `io_size`
 //! percentages, `numjobs` above [`MAX_NUMJOBS`], and every option not listed above
@@ -194,6 +198,8 @@ pub const SUPPORTED_KEYS: &[&str] = &[
     "bsrange",
     "blocksize_range",
     "bssplit",
+    "blockalign",
+    "ba",
     "iodepth",
     "size",
     "offset",
@@ -313,7 +319,8 @@ pub struct FioWarning {
     pub value: String,
     /// 1-based line.
     pub line: usize,
-    /// Why it has no effect.
+    /// What becomes of it and why: ignored, or what it changes beside
+    /// its own effect.
     pub reason: String,
 }
 
@@ -324,7 +331,7 @@ impl std::fmt::Display for FioWarning {
         } else {
             format!("{}={}", Shown::new(&self.key), Shown::new(&self.value))
         };
-        write!(f, "line {}: {opt}: {}; ignored", self.line, self.reason)
+        write!(f, "line {}: {opt}: {}", self.line, self.reason)
     }
 }
 
@@ -404,7 +411,8 @@ pub struct JobFile {
     pub jobs: Vec<Job>,
     /// `[global]` options as written, in file order (fio's `global options`).
     pub global_options: Vec<(String, String)>,
-    /// One per ignored option the file gives ([`IGNORED_KEYS`]).
+    /// One per option the file gives that is ignored ([`IGNORED_KEYS`]) or
+    /// that changes another (`blockalign` turns the random map off).
     pub warnings: Vec<FioWarning>,
     /// The job sections to run, by header name (fio's `--section`); empty
     /// runs every one. Set by [`JobFile::select`].
@@ -465,6 +473,10 @@ pub struct Job {
     /// The sizes of reads, writes and TRIMs (`bs` per direction,
     /// `bsrange`, `bssplit`).
     pub block_sizes: [SizeChoice; 3],
+    /// `blockalign` (`ba`): the boundary a random job's offsets fall on
+    /// per direction; `None` for the direction's smallest size (fio's
+    /// default, and always for a sequential job).
+    pub block_align: [Option<u64>; 3],
     /// Queue depth (>= 1).
     pub iodepth: u32,
     /// Region length: bytes, percent of the device, or the whole device.

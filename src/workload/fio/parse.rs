@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::block_sizes::{parse_bs, parse_bsrange, parse_bssplit, BlockSizeOptions, DEFAULT_BS};
+use super::block_sizes::{parse_blockalign, parse_bs, parse_bsrange, parse_bssplit, BlockSizeOptions, DEFAULT_BS};
 use super::values::{
     non_empty, parse_distribution, parse_flag, parse_int, parse_iodepth, parse_offset, parse_pct, parse_per_direction,
     parse_rw, parse_size, parse_time_in, parse_time_ns, parse_write_hint,
@@ -103,7 +103,7 @@ pub fn parse_files(text: &str, starts: &[usize]) -> Result<JobFile, FioError> {
             if let Some((_, reason)) = IGNORED_KEYS.iter().find(|(k, _)| *k == key) {
                 if !warnings.iter().any(|w| w.key == key) {
                     let value = value.unwrap_or("").to_string();
-                    let reason = format!("no meaning for a simulated drive ({reason})");
+                    let reason = format!("no meaning for a simulated drive ({reason}); ignored");
                     warnings.push(FioWarning { key: key.to_string(), value, line, reason });
                 }
             }
@@ -113,7 +113,7 @@ pub fn parse_files(text: &str, starts: &[usize]) -> Result<JobFile, FioError> {
             // header, overwriting a name inherited from [global].
             let value = value.unwrap_or("").to_string();
             let reason = "in [global] it names no job: as in fio, each job is named by its section header \
-                          or its own name="
+                          or its own name=; ignored"
                 .to_string();
             warnings.push(FioWarning { key: key.to_string(), value, line, reason });
         }
@@ -170,8 +170,12 @@ fn finish(
     let Section::Job { name, line, builder } = section else {
         return Ok(());
     };
-    let (job, warning) = builder.build(name, line)?;
-    warnings.extend(warning.filter(|w| !warnings.iter().any(|seen| seen.key == w.key && seen.line == w.line)));
+    let (job, found) = builder.build(name, line)?;
+    for w in found {
+        if !warnings.iter().any(|seen| seen.key == w.key && seen.line == w.line) {
+            warnings.push(w);
+        }
+    }
     if let Some(&first_line) = names.get(&job.name) {
         return Err(FioError::DuplicateJob { name: job.name, line, first_line });
     }
@@ -218,6 +222,7 @@ pub(super) enum Key {
     Bs,
     BsRange,
     BsSplit,
+    BlockAlign,
     Iodepth,
     Size,
     Offset,
@@ -269,6 +274,7 @@ impl Key {
             "bs" | "blocksize" => Key::Bs,
             "bsrange" | "blocksize_range" => Key::BsRange,
             "bssplit" => Key::BsSplit,
+            "blockalign" | "ba" => Key::BlockAlign,
             "iodepth" => Key::Iodepth,
             "size" => Key::Size,
             "offset" => Key::Offset,
@@ -336,6 +342,7 @@ impl Default for Builder {
                 rw: Rw::Read,
                 bs: DEFAULT_BS,
                 block_sizes: BlockSizeOptions::default().choices(),
+                block_align: [None; 3],
                 iodepth: 1,
                 size: SizeSpec::Whole,
                 offset: SizeSpec::Bytes(0),
@@ -427,6 +434,7 @@ impl Builder {
             Key::Bs => self.sizes.bs = parse_bs(required()?).map_err(bad)?,
             Key::BsRange => self.sizes.range = parse_bsrange(required()?).map_err(bad)?,
             Key::BsSplit => self.sizes.split = parse_bssplit(required()?).map_err(bad)?,
+            Key::BlockAlign => self.sizes.align = parse_blockalign(required()?).map_err(bad)?,
             Key::Iodepth => job.iodepth = parse_iodepth(required()?).map_err(bad)?,
             Key::Size => job.size = parse_size(required()?).map_err(bad)?,
             Key::Offset => job.offset = parse_offset(required()?).map_err(bad)?,
@@ -482,7 +490,7 @@ impl Builder {
 
     /// Resolve implied settings and cross-option checks into the final job,
     /// with a warning where fio drops a setting rather than failing.
-    fn build(self, section: String, line: usize) -> Result<(Job, Option<FioWarning>), FioError> {
+    fn build(self, section: String, line: usize) -> Result<(Job, Vec<FioWarning>), FioError> {
         let Builder { mut job, sizes, think_spin_ns, name, refill_explicit, origins } = self;
         // fio's stall is the spin, then a sleep for what thinktime leaves.
         if job.timing.think_ns > 0 {
@@ -497,14 +505,29 @@ impl Builder {
             Some(o) => o.bad(reason),
             None => FioError::BadValue { key: format!("{k:?}"), value: String::new(), line, reason },
         };
-        let mut warning = None;
+        let mut warnings = Vec::new();
+        let warn = |k: Key, key: &str, reason: String| {
+            let (value, at) = origins.get(&k).map_or((String::new(), line), |o| (o.value.clone(), o.line));
+            FioWarning { key: key.to_string(), value, line: at, reason }
+        };
+        // A random job's blockalign other than a direction's smallest size
+        // turns the random map off, as in fio (init.c fixup_options); a
+        // sequential job ignores it.
+        job.block_align = std::array::from_fn(|d| {
+            sizes.align[d].filter(|&a| job.rw.is_random() && job.rw.directions()[d] && a != job.block_sizes[d].min())
+        });
+        if job.block_align.iter().any(Option::is_some) && !job.norandommap {
+            job.norandommap = true;
+            let reason = "as in fio, any use of blockalign turns off the random map (norandommap)".to_string();
+            warnings.push(warn(Key::BlockAlign, "blockalign", reason));
+        }
         if job.time_based && job.runtime_ns.is_none() {
             // fio (init.c fixup_options): "time_based requires a
             // runtime/timeout setting", and the job runs by size.
             job.time_based = false;
-            let (value, at) = origins.get(&Key::TimeBased).map_or((String::new(), line), |o| (o.value.clone(), o.line));
-            let reason = "time_based needs a non-zero runtime: as in fio, the job runs by its size".to_string();
-            warning = Some(FioWarning { key: "time_based".to_string(), value, line: at, reason });
+            let reason =
+                "time_based needs a non-zero runtime: as in fio, the job runs by its size; ignored".to_string();
+            warnings.push(warn(Key::TimeBased, "time_based", reason));
         }
         let t = &mut job.timing;
         if t.rate_iops.iter().any(|&r| r > 0) && t.rate_bytes.iter().any(|&r| r > 0) {
@@ -541,6 +564,6 @@ impl Builder {
         job.line = line;
         job.set_at = origins.into_values().collect();
         job.set_at.sort_by_key(|o| o.line);
-        Ok((job, warning))
+        Ok((job, warnings))
     }
 }

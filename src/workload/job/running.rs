@@ -48,7 +48,7 @@ impl<'a> Running<'a> {
             spec,
             place: Placer::new(
                 access,
-                spec.bs,
+                spec.slot(),
                 spec.length,
                 &spec.sizes,
                 unit_seed(spec.seed, 2),

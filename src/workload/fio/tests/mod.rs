@@ -117,6 +117,7 @@ fn defaults_match_fio() {
         rw: Rw::Read,
         bs: 4096,
         block_sizes: [SizeChoice::Fixed(4096), SizeChoice::Fixed(4096), SizeChoice::Fixed(4096)],
+        block_align: [None; 3],
         iodepth: 1,
         size: SizeSpec::Whole,
         offset: SizeSpec::Bytes(0),
