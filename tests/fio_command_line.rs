@@ -516,6 +516,18 @@ fn thinktime_stalls_the_job_as_fio_does() {
     }
     let blocks = ours_value(&[&args[..], &["--thinktime_blocks=4"]].concat());
     assert!(runtime(&blocks) < runtime(&v) / 2, "a stall every 4 writes: {} ms", runtime(&blocks));
+    // Four deep, the blocks count completions (fio's default
+    // thinktime_blocks_type=complete): the last writes complete after the
+    // job last asks, so 3 stalls of 10 ms, not 4; counting issues, 4.
+    for (kind, stalls) in [("complete", 30), ("issue", 40)] {
+        let deep = [&args[..], &["--iodepth=4", "--thinktime_blocks=4"], &[&format!("--thinktime_blocks_type={kind}")]];
+        let deep = deep.concat();
+        let ms = runtime(&ours_value(&deep));
+        assert!((stalls..stalls + 6).contains(&ms), "{kind}: {ms} ms");
+        if let Some(theirs) = fio_value(&format!("think-{kind}.json"), &deep) {
+            assert!((stalls..stalls + 3).contains(&runtime(&theirs)), "real fio, {kind}: {} ms", runtime(&theirs));
+        }
+    }
     // A stall of 100 ms once 500 ms have passed since the last began
     // (fio: thinktime_iotime + thinktime): in 2 s, 1.7 s of I/O.
     let iops = |extra: &[&str]| {

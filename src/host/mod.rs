@@ -245,6 +245,11 @@ impl HostQueue {
         }
     }
 
+    /// How many commands issued are not complete at `at`.
+    pub fn pending_at(&self, at: SimTime) -> u64 {
+        (self.in_flight.len() - self.in_flight.partition_point(|&done| done <= at)) as u64
+    }
+
     /// The time all commands issued so far have completed.
     pub fn finished_at(&self) -> SimTime {
         self.last_done.max(self.clock)

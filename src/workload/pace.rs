@@ -37,6 +37,9 @@ pub struct FioTiming {
     /// `thinktime_blocks`: a stall after this many commands (fio's default
     /// 1, unless only `thinktime_iotime` is given).
     pub think_blocks: Option<u32>,
+    /// `thinktime_blocks_type=issue`: the blocks count commands issued,
+    /// not those completed (fio's default, `complete`).
+    pub think_on_issue: bool,
     /// `thinktime_iotime`: a stall once this long has passed since the
     /// last began, plus the stall itself; 0 for none.
     pub think_iotime_ns: u64,
@@ -55,6 +58,7 @@ impl Default for FioTiming {
             runtime_cap_ns: 0,
             think_ns: 0,
             think_blocks: None,
+            think_on_issue: false,
             think_iotime_ns: 0,
         }
     }
@@ -73,18 +77,25 @@ impl FioTiming {
     }
 }
 
-/// When a thinking job stalls (fio's `handle_thinktime`): after every
-/// `blocks` commands, or once `iotime` has passed since the last stall
-/// began, plus the stall; the stall waits for every command in flight,
-/// then `ns` more (the last command's too, so it counts in the job's run
-/// time, as in fio at queue depth 1).
+/// When a thinking job stalls (fio's `handle_thinktime`, asked after each
+/// command is issued): once `blocks` more commands have completed since
+/// the last stall (or been issued, with `thinktime_blocks_type=issue`),
+/// or once `iotime` has passed since the last stall began, plus the
+/// stall. The stall waits for every command in flight, then `ns` more.
+/// Counting completions, a job deeper than one command does not stall
+/// after its last (fio's loop ends before those complete); at depth 1
+/// each command is complete when it is asked, so it does.
 #[derive(Clone, Debug)]
 pub(super) struct Think {
     ns: u64,
     blocks: Option<u64>,
+    on_issue: bool,
     iotime_ns: u64,
-    /// Commands since the last stall.
-    since: u64,
+    /// Commands issued.
+    issued: u64,
+    /// The count the blocks are measured from: the one the last stall
+    /// was taken at.
+    last: u64,
     /// When the last stall began (the job's start before the first).
     mark: SimTime,
 }
@@ -100,22 +111,27 @@ impl Think {
         (t.think_ns > 0).then_some(Think {
             ns: t.think_ns,
             blocks,
+            on_issue: t.think_on_issue,
             iotime_ns: t.think_iotime_ns,
-            since: 0,
+            issued: 0,
+            last: 0,
             mark: start,
         })
     }
 
-    /// A command was issued, and every command issued is done at `done`:
-    /// when the job may issue again, if it stalls now.
-    pub(super) fn after_command(&mut self, done: SimTime) -> Option<SimTime> {
-        self.since += 1;
+    /// A command was issued; `pending` of the commands issued are not
+    /// complete when the job asks (when it could issue its next), and
+    /// every one is done at `done`: when the job may issue again, if it
+    /// stalls now.
+    pub(super) fn after_command(&mut self, pending: u64, done: SimTime) -> Option<SimTime> {
+        self.issued += 1;
+        let count = if self.on_issue { self.issued } else { self.issued.saturating_sub(pending) };
         let by_time = self.iotime_ns > 0 && done.0.saturating_sub(self.mark.0) >= self.iotime_ns + self.ns;
-        let by_count = self.blocks.is_some_and(|b| self.since >= b);
+        let by_count = self.blocks.is_some_and(|b| count >= self.last + b);
         if !(by_time || by_count) {
             return None;
         }
-        (self.since, self.mark) = (0, done);
+        (self.last, self.mark) = (count, done);
         Some(done + self.ns)
     }
 }
@@ -205,19 +221,35 @@ mod tests {
         let every = FioTiming { think_ns: 10 * ms, ..Default::default() };
         assert!(every.open_loop() && !FioTiming::default().open_loop());
         let mut t = Think::new(&every, SimTime(0)).unwrap();
-        assert_eq!(t.after_command(SimTime(ms)), Some(SimTime(11 * ms)), "after every command by default");
+        assert_eq!(t.after_command(0, SimTime(ms)), Some(SimTime(11 * ms)), "after every command by default");
         let four = FioTiming { think_blocks: Some(4), ..every };
         let mut t = Think::new(&four, SimTime(0)).unwrap();
-        let stalls: Vec<bool> = (1..=8).map(|k| t.after_command(SimTime(k * ms)).is_some()).collect();
+        let stalls: Vec<bool> = (1..=8).map(|k| t.after_command(0, SimTime(k * ms)).is_some()).collect();
         assert_eq!(stalls, [false, false, false, true, false, false, false, true]);
         // Only an I/O time: 9 ms of commands, then a 1 ms stall.
         let timed = FioTiming { think_ns: ms, think_iotime_ns: 9 * ms, ..Default::default() };
         let mut t = Think::new(&timed, SimTime(0)).unwrap();
-        assert_eq!(t.after_command(SimTime(5 * ms)), None);
-        assert_eq!(t.after_command(SimTime(10 * ms)), Some(SimTime(11 * ms)));
-        assert_eq!(t.after_command(SimTime(15 * ms)), None, "the next cycle runs from the stall");
-        assert_eq!(t.after_command(SimTime(20 * ms)), Some(SimTime(21 * ms)));
+        assert_eq!(t.after_command(0, SimTime(5 * ms)), None);
+        assert_eq!(t.after_command(0, SimTime(10 * ms)), Some(SimTime(11 * ms)));
+        assert_eq!(t.after_command(0, SimTime(15 * ms)), None, "the next cycle runs from the stall");
+        assert_eq!(t.after_command(0, SimTime(20 * ms)), Some(SimTime(21 * ms)));
         assert!(Think::new(&FioTiming::default(), SimTime(0)).is_none());
+    }
+
+    #[test]
+    fn blocks_count_completions_unless_told_to_count_issues() {
+        let ms = 1_000_000;
+        let four = FioTiming { think_ns: 10 * ms, think_blocks: Some(4), ..Default::default() };
+        // Four commands issued, one of them done when the job asks: no
+        // stall until four are done, and the count restarts from there.
+        let pending = [0, 1, 2, 3, 3, 3, 3, 1];
+        let stalls = |mut t: Think| -> Vec<bool> {
+            pending.iter().enumerate().map(|(k, &p)| t.after_command(p, SimTime(k as u64 * ms)).is_some()).collect()
+        };
+        let complete = Think::new(&four, SimTime(0)).unwrap();
+        assert_eq!(stalls(complete), [false, false, false, false, false, false, true, false]);
+        let issue = Think::new(&FioTiming { think_on_issue: true, ..four }, SimTime(0)).unwrap();
+        assert_eq!(stalls(issue), [false, false, false, true, false, false, false, true]);
     }
 
     #[test]

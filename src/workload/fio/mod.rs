@@ -91,7 +91,7 @@
 //! | `ramp_time` | [`Job::timing`] (a time, as `runtime`) | none | Time related parameters |
 //! | `startdelay` | [`Job::timing`] (a time; no range) | 0 | Time related parameters |
 //! | `rate_iops`, `rate` | [`Job::timing`] (per direction: `r[,w[,t]]`, as `bs` in fio; bytes/s for `rate`) | no limit | I/O rate |
-//! | `thinktime`, `thinktime_spin`, `thinktime_blocks`, `thinktime_iotime` | [`Job::timing`] | none, 0, 1, none | I/O rate |
+//! | `thinktime`, `thinktime_spin`, `thinktime_blocks`, `thinktime_blocks_type`, `thinktime_iotime` | [`Job::timing`] | none, 0, 1, `complete`, none | I/O rate |
 //! | `ioengine`, `filename`, `direct` | recorded, no effect on the model | | |
 //! | `loops` | [`Job::loops`] | 1 | Threads, processes and job synchronization |
 //! | `norandommap` | [`Job::norandommap`] | false (a random map: each pass touches every block once) | I/O type |
@@ -235,6 +235,7 @@ pub const SUPPORTED_KEYS: &[&str] = &[
     "thinktime",
     "thinktime_spin",
     "thinktime_blocks",
+    "thinktime_blocks_type",
     "thinktime_iotime",
     "loops",
     "norandommap",

@@ -255,6 +255,7 @@ pub(super) enum Key {
     ThinkTime,
     ThinkTimeSpin,
     ThinkTimeBlocks,
+    ThinkTimeBlocksType,
     ThinkTimeIotime,
     Loops,
     NoRandomMap,
@@ -307,6 +308,7 @@ impl Key {
             "thinktime" => Key::ThinkTime,
             "thinktime_spin" => Key::ThinkTimeSpin,
             "thinktime_blocks" => Key::ThinkTimeBlocks,
+            "thinktime_blocks_type" => Key::ThinkTimeBlocksType,
             "thinktime_iotime" => Key::ThinkTimeIotime,
             "loops" => Key::Loops,
             "norandommap" => Key::NoRandomMap,
@@ -475,6 +477,13 @@ impl Builder {
                 job.timing.think_blocks = match parse_int(required()?).map_err(bad)? {
                     n @ 1..=0xFFFF_FFFF => Some(n as u32),
                     _ => return Err(bad("thinktime_blocks must be 1 or more".into())),
+                }
+            }
+            Key::ThinkTimeBlocksType => {
+                job.timing.think_on_issue = match required()? {
+                    "complete" => false,
+                    "issue" => true,
+                    _ => return Err(bad("thinktime_blocks_type is complete or issue".into())),
                 }
             }
             Key::Numjobs => {

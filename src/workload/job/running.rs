@@ -178,8 +178,13 @@ impl<'a> Running<'a> {
         if let Some(p) = &mut self.pace {
             p.issued(kind as usize, at, bytes);
         }
-        if let Some(resume) = self.think.as_mut().and_then(|t| t.after_command(self.queue.finished_at())) {
-            self.queue.advance_to(resume);
+        if let Some(think) = self.think.as_mut() {
+            // The job asks when it could issue its next command: at once,
+            // or once one completes when its queue is full.
+            let pending = self.queue.pending_at(self.queue.next_submit_time());
+            if let Some(resume) = think.after_command(pending, self.queue.finished_at()) {
+                self.queue.advance_to(resume);
+            }
         }
         self.next_kind = self.draw_kind();
         Ok(())
