@@ -279,8 +279,7 @@ impl ImageWriter {
         if sync {
             file.sync_all().map_err(|e| io_err("fsync", &tmp.path, e))?;
         }
-        drop(file);
-        std::fs::rename(&tmp.path, &path).map_err(|e| io_err("rename", &path, e))?;
+        lock::follow(&path, &file, || std::fs::rename(&tmp.path, &path).map_err(|e| io_err("rename", &path, e)))?;
         tmp.placed = true;
         Ok(path)
     }

@@ -212,6 +212,33 @@ fn an_alias_of_a_served_image_is_refused_and_stays_a_link() {
     std::fs::remove_dir_all(&d).ok();
 }
 
+/// A hard link to a served image names the same file, saved after the
+/// server took its lock: it is refused too, and the image is untouched.
+#[test]
+fn a_hard_link_to_a_served_image_is_refused() {
+    let d = dir("hardlink");
+    let image = d.join("srv.img");
+    let first = Serve::start(&["--image", image.to_str().expect("utf-8 path")]);
+    let saved = std::fs::read(&image).expect("saved at start-up");
+    let link = d.join("link.img");
+    std::fs::hard_link(&image, &link).expect("a second name for the served image");
+    let (code, stderr) = other_command(&[
+        "wa",
+        "--capacity",
+        "64MiB",
+        "--media",
+        "memory",
+        "--quiet",
+        "--image",
+        link.to_str().expect("utf-8 path"),
+    ]);
+    assert_eq!(code, Some(1), "wa on a hard link to a served image: {stderr}");
+    assert!(stderr.contains(&format!("in use by process {}", first.child.id())), "names the holder: {stderr}");
+    assert!(std::fs::read(&image).expect("image") == saved, "the served image is untouched");
+    assert_eq!(first.stop().0, Some(0));
+    std::fs::remove_dir_all(&d).ok();
+}
+
 /// `soak`, which writes a scratch drive to its `--image`, takes the same
 /// lock as every command (directly or through a link), and refuses an
 /// existing image even when no one holds it.
