@@ -183,6 +183,31 @@ fn fio_examples_run_or_are_refused_with_one_line_naming_the_option() {
     assert!(err.contains("line 17: bad value '10g' for 'size'") && err.contains("--capacity"), "{err}");
 }
 
+/// fio's `jesd219.fio`, the JESD219 endurance workload: twelve sizes from
+/// 512 B to 64 KiB on 4 KiB boundaries, and three zones (half the accesses
+/// to the first 5 % of the drive, 30 % to the next 15 %, the rest to the
+/// last 80 %), four clones 256 deep, reported as one.
+#[test]
+fn the_jesd219_example_runs_its_zones_and_sizes() {
+    let job = temp("jesd219.fio");
+    let text = std::fs::read_to_string(data("fio-examples/jesd219.fio")).unwrap();
+    std::fs::write(&job, text + "number_ios=5000\n").unwrap();
+    let out = duraflash(&["run", job.to_str().unwrap(), "--capacity", "64MiB", "--quiet", "--output-format=json"]);
+    let _ = std::fs::remove_file(job);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let job = &v["jobs"][0];
+    assert_eq!(v["jobs"].as_array().unwrap().len(), 1, "group_reporting");
+    let ios = job["read"]["total_ios"].as_u64().unwrap() + job["write"]["total_ios"].as_u64().unwrap();
+    assert_eq!(ios, 4 * 5000, "four clones of number_ios=5000");
+    let writes = job["write"]["io_bytes"].as_f64().unwrap() / job["write"]["total_ios"].as_f64().unwrap();
+    // The split's mean: 7,818 bytes a command.
+    assert!((7_400.0..8_200.0).contains(&writes), "{writes} bytes a write");
+    // Half the writes go to 5 % of the drive: far fewer units mapped than written.
+    let mapped = v["drive"]["mapped_units"].as_f64().unwrap();
+    assert!(mapped < 0.6 * 16384.0, "{mapped} of 16384 units mapped");
+}
+
 #[test]
 fn ignored_options_warn_once_and_the_command_line_beats_the_drive_section() {
     let job = temp("ignored.fio");

@@ -35,6 +35,10 @@ pub enum Access {
     /// fio's `pareto:h`: rank = (n - 1) x u^(ln h / ln(1 - h)), popular
     /// slots scattered over the drive.
     Pareto(f64),
+    /// fio's `zoned` of any other number of zones: each zone, in order
+    /// from slot 0, a share of the slots receiving a share of the
+    /// requests, uniformly inside it.
+    Zoned(Zones),
     /// `hotcold:F:R`: the first fraction `hot` of the slots receives the
     /// fraction `writes` of the requests, uniformly inside each part (fio's
     /// two-zone `zoned:R/F:(1-R)/(1-F)` in percent). Both in (0, 1).
@@ -44,6 +48,94 @@ pub enum Access {
         /// Share of the requests that goes to the hot slots.
         writes: f64,
     },
+}
+
+/// Most zones of a `zoned` distribution (fio takes up to 256; JESD219's
+/// client workload has three).
+pub const MAX_ZONES: usize = 16;
+
+/// The zones of fio's `zoned:A/R:B/S:...`: in order from the start of the
+/// range, each a share of the accesses and a share of the range, in steps
+/// of 0.01 % (fio's are whole percents); each kind sums to 100 %. Shown
+/// as fio writes them.
+#[derive(Clone, Copy, PartialEq)]
+pub struct Zones {
+    len: usize,
+    /// (accesses, range) per zone, in hundredths of a percent.
+    zones: [(u16, u16); MAX_ZONES],
+}
+
+/// Hundredths of a percent in the whole.
+const WHOLE: u16 = 10_000;
+
+impl Zones {
+    /// Zones of (access share, range share), as fractions, checked.
+    pub fn new(zones: &[(f64, f64)]) -> Result<Self, String> {
+        if zones.is_empty() || zones.len() > MAX_ZONES {
+            return Err(format!("{} zones; zoned takes 1 to {MAX_ZONES}", zones.len()));
+        }
+        let step = |share: f64| {
+            let bp = (share * f64::from(WHOLE)).round();
+            ((0.0..=f64::from(WHOLE)).contains(&bp) && (bp - share * f64::from(WHOLE)).abs() < 1e-6)
+                .then_some(bp as u16)
+                .ok_or_else(|| format!("{} % is not a share from 0 to 100 % in steps of 0.01 %", share * 100.0))
+        };
+        let mut all = [(0, 0); MAX_ZONES];
+        for (slot, &(a, r)) in all.iter_mut().zip(zones) {
+            *slot = (step(a)?, step(r)?);
+        }
+        let sum = |f: fn(&(u16, u16)) -> u16| all.iter().map(|z| u32::from(f(z))).sum::<u32>();
+        if sum(|z| z.0) != u32::from(WHOLE) || sum(|z| z.1) != u32::from(WHOLE) {
+            return Err("the accesses and the ranges must each add up to 100 %".into());
+        }
+        if all.iter().any(|&(a, r)| a > 0 && r == 0) {
+            return Err("a zone that takes accesses needs a range above 0 %".into());
+        }
+        Ok(Zones { len: zones.len(), zones: all })
+    }
+
+    /// The zones, (access share, range share) each, as fractions.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (f64, f64)> + ExactSizeIterator + '_ {
+        let share = |bp: u16| f64::from(bp) / f64::from(WHOLE);
+        self.zones[..self.len].iter().map(move |&(a, r)| (share(a), share(r)))
+    }
+
+    /// Where each zone ends among `slots` slots (the last at `slots`),
+    /// or the first zone that takes accesses and gets no slot.
+    fn bounds(&self, slots: u64) -> Result<Vec<u64>, usize> {
+        let mut at = 0.0;
+        let mut ends: Vec<u64> = self
+            .iter()
+            .map(|(_, r)| {
+                at += r;
+                ((slots as f64 * at).round() as u64).min(slots)
+            })
+            .collect();
+        if let Some(last) = ends.last_mut() {
+            *last = slots;
+        }
+        let mut start = 0;
+        for (i, (&end, (a, _))) in ends.iter().zip(self.iter()).enumerate() {
+            if a > 0.0 && end <= start {
+                return Err(i);
+            }
+            start = end;
+        }
+        Ok(ends)
+    }
+}
+
+impl std::fmt::Debug for Zones {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let zones: Vec<String> = self.iter().map(|(a, r)| format!("{}/{}", a * 100.0, r * 100.0)).collect();
+        f.write_str(&zones.join(":"))
+    }
+}
+
+impl Serialize for Zones {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
 }
 
 impl Access {
@@ -65,6 +157,9 @@ impl Access {
             (Access::HotCold { .. }, 1) => {
                 Err("hotcold needs at least two request slots (a hot and a cold one)".into())
             }
+            (Access::Zoned(zones), _) => zones.bounds(slots).map(drop).map_err(|i| {
+                format!("zone {} of {} gets none of the region's {slots} request slots", i + 1, zones.len)
+            }),
             _ => Ok(()),
         }
     }
@@ -170,6 +265,8 @@ pub enum Distribution {
         /// Share of the accesses to the hot part.
         writes: f64,
     },
+    /// fio's `zoned` of one or three or more zones (see [`Access::Zoned`]).
+    Zoned(Zones),
 }
 
 impl From<Distribution> for Access {
@@ -180,6 +277,7 @@ impl From<Distribution> for Access {
             Distribution::Zipf(theta) => Access::Zipf(theta),
             Distribution::Pareto(h) => Access::Pareto(h),
             Distribution::HotCold { hot, writes } => Access::HotCold { hot, writes },
+            Distribution::Zoned(zones) => Access::Zoned(zones),
         }
     }
 }
@@ -204,6 +302,12 @@ enum Kind {
     HotCold {
         hot: u64,
         threshold: u64,
+    },
+    /// Zones ending at `ends`, drawn while a uniform u64 is below their
+    /// cumulative share of the accesses, `below`.
+    Zoned {
+        ends: Vec<u64>,
+        below: Vec<u64>,
     },
 }
 
@@ -290,6 +394,22 @@ impl SlotStream {
                 let hot = ((slots as f64 * hot).round() as u64).clamp(1, slots - 1);
                 Kind::HotCold { hot, threshold: (writes * u64::MAX as f64) as u64 }
             }
+            Access::Zoned(zones) => {
+                let ends = zones.bounds(slots).map_err(|_| bad("a zone gets no slot".into()))?;
+                let mut taken = 0.0;
+                let mut below: Vec<u64> = zones
+                    .iter()
+                    .map(|(a, _)| {
+                        taken += a;
+                        (taken * u64::MAX as f64) as u64
+                    })
+                    .collect();
+                // The last zone that takes accesses takes what rounding left.
+                if let Some(last) = zones.iter().rposition(|(a, _)| a > 0.0) {
+                    below[last..].fill(u64::MAX);
+                }
+                Kind::Zoned { ends, below }
+            }
         };
         Ok(SlotStream { slots, rng: ChaCha8Rng::seed_from_u64(seed), kind })
     }
@@ -319,6 +439,12 @@ impl SlotStream {
                 } else {
                     self.rng.random_range(*hot..self.slots)
                 }
+            }
+            Kind::Zoned { ends, below } => {
+                let r = self.rng.random::<u64>();
+                let zone = below.iter().position(|&b| r < b).unwrap_or(below.len() - 1);
+                let start = if zone == 0 { 0 } else { ends[zone - 1] };
+                self.rng.random_range(start..ends[zone])
             }
         }
     }
@@ -359,6 +485,37 @@ mod tests {
         {
             assert!(bad.parse::<Access>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn zones_send_their_shares_to_their_ranges() {
+        // JESD219's client workload: 50 % of accesses to the first 5 %,
+        // 30 % to the next 15 %, 20 % to the last 80 %.
+        let zones = Zones::new(&[(0.5, 0.05), (0.3, 0.15), (0.2, 0.8)]).unwrap();
+        assert_eq!(format!("{zones:?}"), "50/5:30/15:20/80");
+        let mut s = SlotStream::new(Access::Zoned(zones), 1000, 3).unwrap();
+        let mut counts = [0u32; 3];
+        for _ in 0..100_000 {
+            match s.next_slot() {
+                0..50 => counts[0] += 1,
+                50..200 => counts[1] += 1,
+                200..1000 => counts[2] += 1,
+                other => panic!("slot {other} outside the region"),
+            }
+        }
+        for (c, want) in counts.iter().zip([50_000, 30_000, 20_000]) {
+            assert!(c.abs_diff(want) < 1_000, "{counts:?}");
+        }
+        // A zone that takes no accesses gets none.
+        let idle = Zones::new(&[(1.0, 0.2), (0.0, 0.8)]).unwrap();
+        let mut s = SlotStream::new(Access::Zoned(idle), 1000, 3).unwrap();
+        assert!((0..10_000).all(|_| s.next_slot() < 200));
+        // Each zone that takes accesses needs a slot of the region.
+        let err = Access::Zoned(zones).check_slots(8).unwrap_err();
+        assert!(err.contains("zone 1 of 3"), "{err}");
+        assert!(Access::Zoned(zones).check_slots(20).is_ok());
+        assert!(Zones::new(&[(0.5, 0.5), (0.6, 0.5)]).is_err() && Zones::new(&[]).is_err());
+        assert!(Zones::new(&[(0.5, 0.0), (0.5, 1.0)]).is_err(), "accesses to no range");
     }
 
     #[test]

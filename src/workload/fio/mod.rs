@@ -132,8 +132,9 @@
 //!
 //! Not supported, and rejected with an error: a range given to `bs`
 //! (`bs=4k-16k`; fio's is `bsrange=`), the `rw=randread:8` offset modifier,
-//! `rw=randtrimwrite` and the file* modes, `normal`/`gauss`/`zoned`
-//! distributions and distribution centres (`zipf:1.2:0.25`), `io_size`
+//! `rw=randtrimwrite` and the file* modes, `normal`/`gauss`/`zoned_abs`
+//! distributions, per-direction zones and distribution centres
+//! (`zipf:1.2:0.25`), `io_size`
 //! percentages, `numjobs` above [`MAX_NUMJOBS`], and every option not listed above
 //! or in [`IGNORED_KEYS`]. A byte `size` (plus `offset`) beyond the drive is
 //! an error, not a clamp ([`JobFile::specs`]).

@@ -13,7 +13,7 @@ use super::{
     DriveSetting, FioError, FioWarning, Job, JobFile, OptionLine, SizeSpec, IGNORED_KEYS, MAX_LINE_BYTES, MAX_NUMJOBS,
 };
 use crate::input::Shown;
-use crate::workload::access::{Distribution, Rw};
+use crate::workload::access::{Access, Distribution, Rw};
 use crate::workload::job::FioTiming;
 use crate::workload::sizes::SizeChoice;
 
@@ -559,6 +559,12 @@ impl Builder {
                     size / job.bs,
                     job.bs
                 );
+                return Err(bad_at(Key::Distribution, reason));
+            }
+        }
+        if let (Distribution::Zoned(_), SizeSpec::Bytes(size)) = (job.distribution, job.size) {
+            if let Err(e) = Access::from(job.distribution).check_slots(size / job.bs) {
+                let reason = format!("{e}: size={size} holds {} of bs={}", size / job.bs, job.bs);
                 return Err(bad_at(Key::Distribution, reason));
             }
         }

@@ -3,7 +3,7 @@
 
 use super::{SizeSpec, MAX_JOB_MINUTES};
 use crate::input::Shown;
-use crate::workload::access::{Distribution, Rw};
+use crate::workload::access::{Access, Distribution, Rw, Zones};
 
 /// A number with fio's size suffix semantics, or a percentage.
 enum Quantity {
@@ -275,33 +275,47 @@ pub(super) fn parse_distribution(s: &str) -> Result<Distribution, String> {
             _ => Err("pareto h must be between 0 and 1 (exclusive)".to_string()),
         },
         k if matches!(k, "normal" | "gauss") || k.starts_with("zoned") => Err(format!(
-            "distribution '{}' is not supported (supported: random, zipf[:theta], pareto[:h], zoned:A/R:B/S)",
+            "distribution '{}' is not supported (supported: random, zipf[:theta], pareto[:h], zoned:A/R:B/S...)",
             Shown::new(k)
         )),
-        _ => Err("unknown distribution (supported: random, zipf[:theta], pareto[:h], zoned:A/R:B/S)".to_string()),
+        _ => Err("unknown distribution (supported: random, zipf[:theta], pareto[:h], zoned:A/R:B/S...)".to_string()),
     }
 }
 
-/// fio's `zoned:A/R:B/S` (percent of accesses / percent of the range, zones
-/// in order from the start; an empty last range is the rest), two zones:
-/// the hot/cold workload.
+/// fio's `zoned:A/R:B/S:...` (percent of accesses / percent of the range,
+/// zones in order from the start; empty ranges share what the others
+/// leave). Two zones that both take accesses are the hot/cold workload;
+/// any other split is [`Distribution::Zoned`].
 fn parse_zoned(zones: &str) -> Result<Distribution, String> {
-    let pct = |v: &str| v.parse::<f64>().ok().filter(|p| (0.0..=100.0).contains(p));
+    let shown = || Shown::new(zones);
+    let pct = |v: &str| v.trim().parse::<f64>().ok().filter(|p| (0.0..=100.0).contains(p));
     let parsed: Option<Vec<(f64, Option<f64>)>> = zones
         .split(':')
         .map(|z| {
             let (a, r) = z.split_once('/')?;
-            Some((pct(a)?, if r.is_empty() { None } else { Some(pct(r)?) }))
+            Some((pct(a)?, if r.trim().is_empty() { None } else { Some(pct(r)?) }))
         })
         .collect();
-    let Some(&[(hot_io, Some(hot_range)), (cold_io, cold_range)]) = parsed.as_deref() else {
-        return Err(format!("zoned '{}' must be two zones, access%/range%:access%/range%", Shown::new(zones)));
+    let Some(parsed) = parsed.filter(|p| !p.is_empty()) else {
+        return Err(format!("zoned '{}' must be zones of access%/range%, joined by ':'", shown()));
     };
-    let cold_range = cold_range.unwrap_or(100.0 - hot_range);
-    if (hot_io + cold_io - 100.0).abs() > 1e-9 || (hot_range + cold_range - 100.0).abs() > 1e-9 {
-        return Err(format!("zoned '{}': the accesses and the ranges must each add up to 100", Shown::new(zones)));
-    }
-    let (hot, writes) = (hot_range / 100.0, hot_io / 100.0);
-    crate::workload::access::Access::hot_cold(hot, writes)?;
-    Ok(Distribution::HotCold { hot, writes })
+    // Blank ranges share what is left in steps of 0.01 %, the last
+    // taking the remainder.
+    let given: f64 = parsed.iter().filter_map(|z| z.1).sum();
+    let blank = parsed.iter().filter(|z| z.1.is_none()).count();
+    let each = ((100.0 - given) * 100.0 / blank.max(1) as f64).floor() / 100.0;
+    let last_blank = parsed.iter().rposition(|z| z.1.is_none());
+    let shares: Vec<(f64, f64)> = parsed
+        .iter()
+        .enumerate()
+        .map(|(i, &(a, r))| {
+            let rest = if Some(i) == last_blank { 100.0 - given - each * (blank - 1) as f64 } else { each };
+            (a / 100.0, r.unwrap_or(rest) / 100.0)
+        })
+        .collect();
+    let zones = Zones::new(&shares).map_err(|e| format!("zoned '{}': {e}", shown()))?;
+    Ok(match shares.as_slice() {
+        &[(writes, hot), _] if Access::hot_cold(hot, writes).is_ok() => Distribution::HotCold { hot, writes },
+        _ => Distribution::Zoned(zones),
+    })
 }

@@ -42,7 +42,7 @@ fn bad_values_carry_key_and_line() {
         ("[j]\nrandom_distribution=normal\n", "random_distribution", 2, "not supported"),
         ("[j]\nwrite_hint=hot\n", "write_hint", 2, "unknown write hint"),
         ("[j]\nrandom_distribution=gauss:5\n", "random_distribution", 2, "not supported"),
-        ("[j]\nrandom_distribution=zoned:50/5:30/15:20/\n", "random_distribution", 2, "two zones"),
+        ("[j]\nrandom_distribution=zoned:50/5:30/15:25/\n", "random_distribution", 2, "add up to 100"),
         ("[j]\nrandom_distribution=zipf:1\n", "random_distribution", 2, "theta"),
         ("[j]\nrandom_distribution=zipf:1.2:0.25\n", "random_distribution", 2, "centre"),
         ("[j]\nrandom_distribution=pareto:1.5\n", "random_distribution", 2, "pareto"),

@@ -298,10 +298,32 @@ fn zoned_distribution_is_the_two_zone_hot_cold_workload() {
     assert_eq!(j.distribution, Distribution::HotCold { hot: 0.2, writes: 0.8 });
     let j = job("[a]\nrw=randwrite\nrandom_distribution=zoned:90/10:10/\n");
     assert_eq!(j.distribution, Distribution::HotCold { hot: 0.1, writes: 0.9 });
-    for bad in ["zoned:80/20:30/80", "zoned:80/20", "zoned:50/5:30/15:20/", "zoned:100/20:0/80", "zoned:x/20:20/80"] {
+    for bad in ["zoned:80/20:30/80", "zoned:x/20:20/80", "zoned:50/0:50/100", "zoned:", "zoned:60/10:40/10"] {
         let e = err(&format!("[a]\nrw=randwrite\nrandom_distribution={bad}\n")).to_string();
         assert!(e.contains("random_distribution"), "{bad}: {e}");
     }
+}
+
+/// Any other number of zones, as fio takes them: JESD219's three, blank
+/// ranges sharing the rest, and a zone that takes no accesses.
+#[test]
+fn zoned_distribution_takes_any_number_of_zones() {
+    let zones = |spec: &str| match job(&format!("[a]\nrw=randwrite\nrandom_distribution={spec}\n")).distribution {
+        Distribution::Zoned(z) => z.iter().map(|(a, r)| ((a * 100.0).round(), (r * 100.0).round())).collect::<Vec<_>>(),
+        other => panic!("{spec}: {other:?}"),
+    };
+    assert_eq!(zones("zoned:50/5:30/15:20/80"), [(50.0, 5.0), (30.0, 15.0), (20.0, 80.0)]);
+    assert_eq!(zones("zoned:60/10:30/:10/"), [(60.0, 10.0), (30.0, 45.0), (10.0, 45.0)]);
+    assert_eq!(zones("zoned:100/20:0/80"), [(100.0, 20.0), (0.0, 80.0)]);
+    assert_eq!(zones("zoned:100/100"), [(100.0, 100.0)]);
+    let thirds = match job("[a]\nrandom_distribution=zoned:50/:30/:20/\n").distribution {
+        Distribution::Zoned(z) => z.iter().map(|(_, r)| (r * 10_000.0).round()).collect::<Vec<_>>(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(thirds, [3333.0, 3333.0, 3334.0], "blank ranges share the rest, the last the remainder");
+    let many = vec!["6/6"; 17].join(":");
+    let e = err(&format!("[a]\nrandom_distribution=zoned:{many}\n")).to_string();
+    assert!(e.contains("1 to 16"), "{e}");
 }
 
 #[test]
