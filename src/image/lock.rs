@@ -73,8 +73,9 @@ pub struct ImageLock {
 
 impl ImageLock {
     /// Takes the lock of `image`, or fails at once with
-    /// [`ImageError::Locked`] naming the holder. A directory or other non-file, or a file
-    /// that is no image, is refused before any lock file is made beside it.
+    /// [`ImageError::Locked`] naming the holder. A directory or other
+    /// non-file, or a file that is no image, is refused before any lock
+    /// file is made beside it.
     pub fn acquire(image: &Path) -> Result<Self, ImageError> {
         refuse_special(image)?;
         refuse_foreign(image)?;
@@ -100,9 +101,9 @@ impl ImageLock {
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
             Err(e) => return Err(io_err("open", &real, e)),
         };
-        held().push((real.clone(), file));
         lock.set_len(0).map_err(|e| io_err("write", &path, e))?;
         lock.write_all(format!("{}\n", std::process::id()).as_bytes()).map_err(|e| io_err("write", &path, e))?;
+        held().push((real.clone(), file));
         Ok(ImageLock { _path: lock, real })
     }
 }

@@ -127,7 +127,9 @@ impl Zones {
 
 impl std::fmt::Debug for Zones {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let zones: Vec<String> = self.iter().map(|(a, r)| format!("{}/{}", a * 100.0, r * 100.0)).collect();
+        let pct = |bp: u16| f64::from(bp) / 100.0;
+        let zones: Vec<String> =
+            self.zones[..self.len].iter().map(|&(a, r)| format!("{}/{}", pct(a), pct(r))).collect();
         f.write_str(&zones.join(":"))
     }
 }
@@ -442,7 +444,8 @@ impl SlotStream {
             }
             Kind::Zoned { ends, below } => {
                 let r = self.rng.random::<u64>();
-                let zone = below.iter().position(|&b| r < b).unwrap_or(below.len() - 1);
+                // The last zone that takes accesses ends at u64::MAX, and takes it too.
+                let zone = below.iter().position(|&b| r < b || b == u64::MAX).unwrap_or(below.len() - 1);
                 let start = if zone == 0 { 0 } else { ends[zone - 1] };
                 self.rng.random_range(start..ends[zone])
             }
