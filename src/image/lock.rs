@@ -129,7 +129,7 @@ pub(super) fn follow(
     };
     let kept = file.try_clone().map_err(|e| io_err("open", real, e))?;
     if !take(&kept, real)? {
-        return Err(ImageError::Locked { path: real.to_path_buf(), pid: None });
+        return Err(ImageError::Locked { path: real.to_path_buf(), pid: flock_holder(&kept) });
     }
     rename()?;
     held[at].1 = Some(kept);

@@ -515,9 +515,10 @@ impl Builder {
             None => FioError::BadValue { key: format!("{k:?}"), value: String::new(), line, reason },
         };
         let mut warnings = Vec::new();
-        let warn = |k: Key, key: &str, reason: String| {
-            let (value, at) = origins.get(&k).map_or((String::new(), line), |o| (o.value.clone(), o.line));
-            FioWarning { key: key.to_string(), value, line: at, reason }
+        // A warning names the option as it was written (`ba` or `blockalign`).
+        let warn = |k: Key, key: &str, reason: String| match origins.get(&k) {
+            Some(o) => FioWarning { key: o.key.clone(), value: o.value.clone(), line: o.line, reason },
+            None => FioWarning { key: key.to_string(), value: String::new(), line, reason },
         };
         // A random job's blockalign other than a direction's smallest size
         // turns the random map off, as in fio (init.c fixup_options); a

@@ -326,6 +326,21 @@ fn zoned_distribution_takes_any_number_of_zones() {
     assert!(e.contains("1 to 16"), "{e}");
 }
 
+/// `blockalign` turns a random job's map off with a warning naming the
+/// option as written; a sequential job ignores it without one.
+#[test]
+fn blockalign_turns_the_map_off_with_a_warning_naming_the_option() {
+    let file = parse("[j]\nrw=randwrite\nba=64k\n").unwrap();
+    let w: Vec<(&str, &str, usize)> =
+        file.warnings.iter().map(|w| (w.key.as_str(), w.value.as_str(), w.line)).collect();
+    assert_eq!(w, [("ba", "64k", 3)]);
+    assert!(file.jobs[0].norandommap);
+    assert_eq!(file.jobs[0].block_align, [None, Some(65536), None], "only the directions the job issues");
+    let file = parse("[j]\nrw=write\nblockalign=64k\n").unwrap();
+    assert!(file.warnings.is_empty() && !file.jobs[0].norandommap);
+    assert_eq!(file.jobs[0].block_align, [None; 3]);
+}
+
 #[test]
 fn ignored_options_parse_with_one_warning_each_and_record_what_was_written() {
     let file = parse("[global]\nrandrepeat\nthread=1\n[a]\nrandrepeat\nrw=write\n[b]\n").unwrap();
