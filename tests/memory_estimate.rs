@@ -5,6 +5,7 @@
 
 use std::process::Command;
 
+use duraflash::content::buffers::Reuse;
 use duraflash::content::pattern::DataSpec;
 use duraflash::device::memory::{MemoryEstimate, PROCESS_BYTES};
 use duraflash::lab::wa::{run, WaSpec};
@@ -92,6 +93,21 @@ fn job_write_buffers_grow_with_bs_and_numjobs_not_with_iodepth() {
     assert_eq!(GroupMemory::of(&[spec(Rw::RandRead, 4096, 1 << 20)], true).queues, 16, "one command, one slot");
 }
 
+/// fio without `refill_buffers` keeps a buffer a queue slot
+/// ([`Reuse::Kept`]); a drive that takes no bytes never fills them.
+#[test]
+fn kept_write_buffers_grow_with_iodepth() {
+    let kept = |iodepth| JobSpec {
+        data: DataSpec::incompressible().with_reuse(Reuse::Kept { buffers: iodepth, scramble: true }),
+        ..spec(Rw::RandWrite, 4096, iodepth)
+    };
+    for iodepth in [1, 32, 4096] {
+        let batch = 64 * 4096;
+        assert_eq!(GroupMemory::of(&[kept(iodepth)], true).write_buffers, batch + u64::from(iodepth) * 4096);
+    }
+    assert_eq!(GroupMemory::of(&[kept(32)], false).write_buffers, 4096, "content-free: one shared request");
+}
+
 #[test]
 fn a_fio_run_whose_job_buffers_do_not_fit_is_refused_naming_bs_and_numjobs() {
     let dir = std::env::temp_dir().join(format!("duraflash-run-memory-{}", std::process::id()));
@@ -108,7 +124,10 @@ fn a_fio_run_whose_job_buffers_do_not_fit_is_refused_naming_bs_and_numjobs() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-    for needle in ["write.fio: the run needs an estimated", "job write buffers 8.00 GiB", "grows with bs, numjobs"] {
+    // Each clone's write batch and its kept buffer (fio's io_u, iodepth=1).
+    for needle in
+        ["write.fio: the run needs an estimated", "job write buffers 16.00 GiB", "grows with bs, iodepth, numjobs"]
+    {
         assert!(stderr.contains(needle), "{needle:?} not in {stderr}");
     }
     // Reads hold no write buffer: the same clones reading fit.

@@ -2,6 +2,7 @@
 //! ([`crate::content::pattern::PatternGen`]) or real data ([`crate::content::corpus`]).
 //! Workloads ask a [`Content`] for the bytes of each write.
 
+pub mod buffers;
 pub mod corpus;
 pub mod pattern;
 
@@ -31,7 +32,13 @@ impl Content for PatternGen {
         PatternGen::fill(self, buf);
     }
 
-    fn fill_batch(&mut self, _lbas: &[Lba], buf: &mut [u8]) {
-        self.fill_parallel(buf);
+    fn fill_batch(&mut self, lbas: &[Lba], buf: &mut [u8]) {
+        if self.spec().compress_pct >= 100 {
+            // A pattern starts again with each write.
+            let each = buf.len() / lbas.len().max(1);
+            buf.chunks_mut(each.max(1)).for_each(|write| PatternGen::fill(self, write));
+        } else {
+            self.fill_parallel(buf);
+        }
     }
 }

@@ -11,6 +11,8 @@
 //! | `dedupe_pct`       | `dedupe_percentage` |
 //! | `dedupe_mode`      | `dedupe_mode` (`repeat` default, or `working_set`) |
 //! | `unit`             | the write buffer fio fills per I/O, i.e. `bs` (4096 here) |
+//! | `pattern`          | `buffer_pattern` ([`crate::content::buffers`]) |
+//! | `reuse`            | `refill_buffers`, `scramble_buffers` ([`crate::content::buffers`]) |
 //!
 //! What fio does (read from `axboe/fio`):
 //! - `io_u.c` `fill_io_buffer`: a write buffer is cut into chunks of
@@ -18,11 +20,13 @@
 //!   chunk is filled by `lib/rand.c` `__fill_random_buf_percentage` with
 //!   `segment == len`: the chunk *starts* with `len * (100 - pct) / 100`
 //!   random bytes, and the rest is the fill pattern (zeros unless
-//!   `buffer_pattern` is set). Each chunk draws a fresh seed.
+//!   `buffer_pattern` is set). Each chunk draws a fresh seed. Without a
+//!   percentage the buffer is all pattern, from its first byte.
 //! - `init.c`: `buffer_compress_percentage=100` becomes `zero_buffers`; any
 //!   other nonzero compress or dedupe percentage forces `refill_buffers`, i.e.
-//!   new contents for every write. That is always the case here: every unit is
-//!   generated afresh (or regenerated as a duplicate).
+//!   new contents for every write: [`PatternGen`] generates every unit afresh
+//!   (or regenerated as a duplicate). Without it fio writes the same buffers
+//!   again, and [`crate::content::buffers::KeptBuffers`] sends them.
 //! - `io_u.c` `get_buf_state`/`save_buf_state`: one draw `v` in `1..=100` per
 //!   *buffer*; `v <= dedupe_percentage` makes the whole buffer a duplicate,
 //!   regenerated (compression layout included) from a saved seed. In `repeat`
@@ -44,6 +48,7 @@
 //! equals the previous one (the documented intent). The number of distinct
 //! contents is the same, and every duplicate matches data already written.
 
+use crate::content::buffers::{Pattern, Reuse};
 use crate::profile::{self, Phase};
 use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -59,6 +64,10 @@ pub const DEFAULT_COMPRESS_CHUNK: usize = 512;
 pub struct PatternError(String);
 
 impl PatternError {
+    pub(crate) fn new(reason: String) -> Self {
+        PatternError(reason)
+    }
+
     /// The human-readable reason.
     pub fn message(&self) -> &str {
         &self.0
@@ -114,7 +123,8 @@ impl DedupeMode {
 /// What the host writes; see the module docs for the fio mapping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DataSpec {
-    /// `buffer_compress_percentage`, 0..=100: zero-filled share of each chunk.
+    /// `buffer_compress_percentage`, 0..=100: the share of each chunk
+    /// filled with `pattern`.
     pub compress_pct: u8,
     /// `buffer_compress_chunk` in bytes; 0 means one region per unit (as in fio).
     pub compress_chunk: usize,
@@ -124,6 +134,10 @@ pub struct DataSpec {
     pub dedupe_mode: DedupeMode,
     /// Bytes per dedupe decision ("buffer"); default [`DEFAULT_UNIT`].
     pub unit: usize,
+    /// `buffer_pattern`: what fills the compressible share (zeros by default).
+    pub pattern: Pattern,
+    /// Whether each write is filled afresh or sent from a kept buffer.
+    pub reuse: Reuse,
 }
 
 impl Default for DataSpec {
@@ -135,8 +149,7 @@ impl Default for DataSpec {
 impl DataSpec {
     /// Validated spec with `repeat` dedupe and 4 KiB units.
     pub fn new(compress_pct: u8, compress_chunk: usize, dedupe_pct: u8) -> Result<Self, PatternError> {
-        let spec =
-            DataSpec { compress_pct, compress_chunk, dedupe_pct, dedupe_mode: DedupeMode::Repeat, unit: DEFAULT_UNIT };
+        let spec = DataSpec { compress_pct, compress_chunk, dedupe_pct, ..Self::incompressible() };
         spec.validate()?;
         Ok(spec)
     }
@@ -149,6 +162,8 @@ impl DataSpec {
             dedupe_pct: 0,
             dedupe_mode: DedupeMode::Repeat,
             unit: DEFAULT_UNIT,
+            pattern: Pattern::ZEROS,
+            reuse: Reuse::Refill,
         }
     }
 
@@ -181,6 +196,16 @@ impl DataSpec {
         let spec = DataSpec { compress_chunk: chunk, ..self };
         spec.validate()?;
         Ok(spec)
+    }
+
+    /// Same spec with `pattern` where it had zeros.
+    pub fn with_pattern(self, pattern: Pattern) -> Self {
+        DataSpec { pattern, ..self }
+    }
+
+    /// Same spec with writes filled as `reuse` says.
+    pub fn with_reuse(self, reuse: Reuse) -> Self {
+        DataSpec { reuse, ..self }
     }
 
     /// Same spec with another unit size (e.g. fio's `bs` for per-I/O dedupe).
@@ -217,7 +242,7 @@ impl DataSpec {
     fn write_unit(&self, key: &[u8; 32], id: u64, out: &mut [u8]) {
         let pct = usize::from(self.compress_pct);
         if pct >= 100 {
-            out.fill(0);
+            self.pattern.fill(out);
             return;
         }
         let mut rng = ChaCha8Rng::from_seed(*key);
@@ -234,7 +259,7 @@ impl DataSpec {
             let random = (c.len() as u128 * (100 - pct) as u128 / 100) as usize;
             let (r, z) = c.split_at_mut(random);
             rng.fill_bytes(r);
-            z.fill(0);
+            self.pattern.fill(z);
         }
     }
 }
@@ -285,8 +310,17 @@ impl PatternGen {
     }
 
     /// Fills `buf` (any length) unit by unit; no heap allocation.
+    /// A spec without random bytes (`compress_pct` 100) fills `buf` with
+    /// its pattern from `buf`'s first byte, as fio fills a buffer.
     pub fn fill(&mut self, buf: &mut [u8]) {
         profile::time(Phase::Generate, || {
+            if self.spec.compress_pct >= 100 {
+                for _ in buf.chunks(self.spec.unit) {
+                    self.next_content_id();
+                }
+                self.spec.pattern.fill(buf);
+                return;
+            }
             for unit in buf.chunks_mut(self.spec.unit) {
                 let id = self.next_content_id();
                 self.spec.write_unit(&self.key, id, unit);

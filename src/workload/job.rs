@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
 
-use crate::content::pattern::{unit_seed, DataSpec, PatternGen};
+use crate::content::buffers::Writes;
+use crate::content::pattern::{unit_seed, DataSpec};
 use crate::content::Content;
 use crate::host::{BlockDevice, CommandKind, FioCounts, HostQueue, LatencyHistogram, QueueSummary};
 use crate::units::SECTOR_BYTES;
@@ -190,7 +191,7 @@ pub fn run_job<D: BlockDevice>(
 where
     WorkloadError: From<D::Error>,
 {
-    let mut gen = PatternGen::new(spec.data, unit_seed(spec.seed, 1))?;
+    let mut gen = Writes::new(spec.data, unit_seed(spec.seed, 1), spec.largest_command())?;
     run_job_with(drive, spec, &mut gen, progress)
 }
 
@@ -280,8 +281,10 @@ where
     if specs.is_empty() {
         return Err(WorkloadError::BadSpec("a group needs at least one job".into()));
     }
-    let mut gens =
-        specs.iter().map(|s| PatternGen::new(s.data, unit_seed(s.seed, 1))).collect::<Result<Vec<_>, _>>()?;
+    let mut gens = specs
+        .iter()
+        .map(|s| Writes::new(s.data, unit_seed(s.seed, 1), s.largest_command()))
+        .collect::<Result<Vec<_>, _>>()?;
     let default = FioTiming::default();
     let timing = |i: usize| timings.and_then(|t| t.get(i)).unwrap_or(&default);
     let mut jobs = Vec::with_capacity(specs.len());
@@ -364,7 +367,8 @@ impl GroupMemory {
         for s in specs {
             if s.rw.does_write() {
                 let batch = WriteBatch::bytes_for(content, s.largest_command(), group_batch(s, specs.len()));
-                m.write_buffers = m.write_buffers.saturating_add(batch);
+                let kept = if content { Writes::kept_bytes(&s.data, s.largest_command()) } else { 0 };
+                m.write_buffers = m.write_buffers.saturating_add(batch).saturating_add(kept);
             }
             let commands = match s.limit {
                 Limit::Ops(n) => n,

@@ -92,12 +92,13 @@ impl CommandLineJobs {
 /// `FIO_OPT_STR_SET` options: `--time_based` sets it, and a word after it
 /// is not its value). Every other option takes the next argument as its
 /// value when it has no `=`, as fio's `--name j` does.
-const VALUELESS: [&str; 9] = [
+const VALUELESS: [&str; 10] = [
     "time_based",
     "stonewall",
     "wait_for_previous",
     "group_reporting",
     "refill_buffers",
+    "zero_buffers",
     "norandommap",
     "thread",
     "exitall",

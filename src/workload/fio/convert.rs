@@ -7,7 +7,7 @@ use std::ops::Range;
 
 use crate::config::overrides::{parse_op, DriveOverrides};
 use crate::config::{DriveConfig, Media};
-use crate::content::pattern::{unit_seed, DataSpec};
+use crate::content::pattern::unit_seed;
 use crate::device::memory::{command_bytes, Part};
 use crate::input::Shown;
 use crate::units::ByteSize;
@@ -109,8 +109,7 @@ impl Job {
             Distribution::Random if !self.norandommap => Distribution::Shuffled,
             other => other,
         };
-        let data = DataSpec::new(self.compress_pct, self.compress_chunk as usize, self.dedupe_pct)
-            .map_err(|e| WorkloadError::from(e).in_job(&self.name))?;
+        let data = self.data(length).map_err(|e| WorkloadError::from(e).in_job(&self.name))?;
         let mut directions = self.block_sizes.iter().zip(self.rw.directions());
         let one_size = directions.all(|(c, used)| !used || *c == SizeChoice::Fixed(self.bs));
         let sizes = if one_size && self.block_align.iter().all(Option::is_none) {
@@ -151,7 +150,7 @@ pub fn memory_beside(groups: &[Group], config: &DriveConfig) -> Vec<Part> {
     let peak = each.iter().max_by_key(held).copied().unwrap_or_default();
     let largest = each.iter().map(|m| m.largest_command).max().unwrap_or(0);
     vec![
-        Part { name: "job write buffers", bytes: peak.write_buffers, grows_with: "bs, numjobs" },
+        Part { name: "job write buffers", bytes: peak.write_buffers, grows_with: "bs, iodepth, numjobs" },
         Part { name: "job queues", bytes: peak.queues, grows_with: "iodepth, numjobs" },
         Part { name: "random maps", bytes: peak.random_maps, grows_with: "size / the smallest bs, numjobs" },
         Part { name: "command working state", bytes: command_bytes(config, largest), grows_with: "bs" },

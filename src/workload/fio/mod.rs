@@ -80,6 +80,7 @@
 //! | `buffer_compress_chunk` | [`Job::compress_chunk`] | 512 (0 = bs) | Buffers and memory |
 //! | `dedupe_percentage` | [`Job::dedupe_pct`] | 0 | Buffers and memory |
 //! | `refill_buffers` | [`Job::refill_buffers`] | false | Buffers and memory |
+//! | `buffer_pattern`, `zero_buffers`, `scramble_buffers`, `dedupe_mode`, `dedupe_working_set_percentage` | [`Job::buffers`] (see `buffers.rs` for how fio resolves them) | zeros, false, true, `repeat`, 5 | Buffers and memory |
 //! | `random_distribution` | [`Job::distribution`] | `random` | I/O type |
 //! | `write_hint` | [`Job::write_hint`] (`none`, `short`, `medium`, `long`, `extreme`: streams 0-4) | `none` | I/O type |
 //! | `randseed` | [`Job::randseed`] | none (fio's own default is 0x89) | I/O type |
@@ -102,7 +103,10 @@
 //! `rwmixread` and `rwmixwrite` set each other (100 - x), so the later line
 //! wins. `dedupe_percentage` turns `refill_buffers` on. A
 //! `buffer_compress_percentage` from 1 to 99 turns it on too, unless
-//! `refill_buffers` was given explicitly. `random_distribution=zipf` and
+//! `refill_buffers` was given explicitly. Without `refill_buffers` a job
+//! writes its `iodepth` buffers again, stamped per sector unless
+//! `scramble_buffers=0` ([`Job::data`]), as fio does: on a deduplicating
+//! drive that decides what is stored. `random_distribution=zipf` and
 //! `pareto` without a parameter use fio's defaults (theta 1.1, h 0.2).
 //! A zipf theta of 1.0 is rejected, and pareto h must be in (0, 1).
 //!
@@ -145,12 +149,14 @@ use crate::input::Shown;
 pub use crate::workload::access::{Distribution, Rw};
 use crate::workload::job::FioTiming;
 use crate::workload::sizes::SizeChoice;
+pub use buffers::Buffers;
 pub use cmdline::{is_option, takes_value, CommandLineJobs};
 pub use convert::{memory_beside, Group, Member, DRIVE_KEYS};
 pub use parse::{parse, parse_files};
 pub use values::rw_name;
 
 mod block_sizes;
+mod buffers;
 mod cmdline;
 mod convert;
 mod parse;
@@ -216,7 +222,12 @@ pub const SUPPORTED_KEYS: &[&str] = &[
     "buffer_compress_percentage",
     "buffer_compress_chunk",
     "dedupe_percentage",
+    "dedupe_mode",
+    "dedupe_working_set_percentage",
     "refill_buffers",
+    "buffer_pattern",
+    "zero_buffers",
+    "scramble_buffers",
     "random_distribution",
     "write_hint",
     "randseed",
@@ -527,6 +538,9 @@ pub struct Job {
     /// Regenerate buffer contents on every submit, including when fio turns
     /// it on implicitly (see module docs).
     pub refill_buffers: bool,
+    /// `buffer_pattern`, `zero_buffers`, `scramble_buffers` and the dedupe
+    /// mode, as set ([`Job::data`] resolves them).
+    pub buffers: Buffers,
     /// Offset distribution for random patterns.
     pub distribution: Distribution,
     /// fio's `write_hint` as a write stream: `none` 0, `short` 1, `medium`

@@ -5,9 +5,10 @@
 use std::collections::HashMap;
 
 use super::block_sizes::{parse_blockalign, parse_bs, parse_bsrange, parse_bssplit, BlockSizeOptions, DEFAULT_BS};
+use super::buffers::Buffers;
 use super::values::{
-    non_empty, parse_distribution, parse_flag, parse_int, parse_iodepth, parse_offset, parse_pct, parse_per_direction,
-    parse_rw, parse_size, parse_time_in, parse_time_ns, parse_write_hint,
+    non_empty, parse_distribution, parse_flag, parse_int, parse_iodepth, parse_offset, parse_pattern, parse_pct,
+    parse_per_direction, parse_rw, parse_size, parse_time_in, parse_time_ns, parse_write_hint,
 };
 use super::{
     DriveSetting, FioError, FioWarning, Job, JobFile, OptionLine, SizeSpec, IGNORED_KEYS, MAX_LINE_BYTES, MAX_NUMJOBS,
@@ -236,7 +237,12 @@ pub(super) enum Key {
     CompressPct,
     CompressChunk,
     DedupePct,
+    DedupeMode,
+    DedupeWorkingSet,
     RefillBuffers,
+    BufferPattern,
+    ZeroBuffers,
+    ScrambleBuffers,
     Distribution,
     WriteHint,
     Randseed,
@@ -289,7 +295,12 @@ impl Key {
             "buffer_compress_percentage" => Key::CompressPct,
             "buffer_compress_chunk" => Key::CompressChunk,
             "dedupe_percentage" => Key::DedupePct,
+            "dedupe_mode" => Key::DedupeMode,
+            "dedupe_working_set_percentage" => Key::DedupeWorkingSet,
             "refill_buffers" => Key::RefillBuffers,
+            "buffer_pattern" => Key::BufferPattern,
+            "zero_buffers" => Key::ZeroBuffers,
+            "scramble_buffers" => Key::ScrambleBuffers,
             "random_distribution" => Key::Distribution,
             "write_hint" => Key::WriteHint,
             "randseed" => Key::Randseed,
@@ -364,6 +375,7 @@ impl Default for Builder {
                 compress_chunk: 512,
                 dedupe_pct: 0,
                 refill_buffers: false,
+                buffers: Buffers::default(),
                 distribution: Distribution::Random,
                 write_hint: 0,
                 randseed: None,
@@ -447,13 +459,32 @@ impl Builder {
             Key::Randseed => job.randseed = Some(parse_int(required()?).map_err(bad)?),
             Key::RwmixRead => job.rwmixread = parse_pct(required()?).map_err(bad)?,
             Key::RwmixWrite => job.rwmixread = 100 - parse_pct(required()?).map_err(bad)?,
-            Key::CompressPct => job.compress_pct = parse_pct(required()?).map_err(bad)?,
+            Key::CompressPct => {
+                job.compress_pct = parse_pct(required()?).map_err(bad)?;
+                job.buffers.percentage_given();
+            }
             Key::CompressChunk => job.compress_chunk = parse_int(required()?).map_err(bad)?,
             Key::DedupePct => {
                 job.dedupe_pct = parse_pct(required()?).map_err(bad)?;
                 // fio's str_dedupe_cb turns refill_buffers on.
                 job.refill_buffers = true;
+                job.buffers.percentage_given();
             }
+            Key::DedupeMode => {
+                job.buffers.working_set = match required()? {
+                    "repeat" => false,
+                    "working_set" => true,
+                    _ => return Err(bad("expected repeat or working_set".into())),
+                }
+            }
+            Key::DedupeWorkingSet => job.buffers.working_set_pct = parse_pct(required()?).map_err(bad)?,
+            Key::BufferPattern => {
+                job.buffers.set_pattern(parse_pattern(required()?).map_err(bad)?);
+                // fio's str_buffer_pattern_cb, with the job as set so far.
+                job.refill_buffers = job.compress_pct != 0 || job.rw.does_read();
+            }
+            Key::ZeroBuffers => job.buffers.set_zero(parse_flag(value).map_err(bad)?),
+            Key::ScrambleBuffers => job.buffers.set_scramble(parse_flag(Some(required()?)).map_err(bad)?),
             Key::Distribution => job.distribution = parse_distribution(required()?).map_err(bad)?,
             Key::WriteHint => job.write_hint = parse_write_hint(required()?).map_err(bad)?,
             Key::Ignored => {}

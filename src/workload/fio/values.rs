@@ -2,6 +2,7 @@
 //! `random_distribution` (with the zoned syntax) and `write_hint`.
 
 use super::{SizeSpec, MAX_JOB_MINUTES};
+use crate::content::buffers::Pattern;
 use crate::input::Shown;
 use crate::workload::access::{Access, Distribution, Rw, Zones};
 
@@ -318,4 +319,74 @@ fn parse_zoned(zones: &str) -> Result<Distribution, String> {
         &[(writes, hot), _] if Access::hot_cold(hot, writes).is_ok() => Distribution::HotCold { hot, writes },
         _ => Distribution::Zoned(zones),
     })
+}
+
+/// fio's `buffer_pattern` (lib/pattern.c `parse_and_fill_pattern`): its
+/// pieces one after another, each a string in double quotes (its bytes),
+/// `0x` and hexadecimal digits (their bytes in the order written, an odd
+/// first digit a byte of its own), or a decimal integer from -2^31 to
+/// 2^31-1 (its 32 bits, little-endian, without high zero bytes; 0 is one
+/// zero byte). `"ab"0x0d0a` is `a`, `b`, CR, LF. At most 512 bytes.
+pub(crate) fn parse_pattern(s: &str) -> Result<Pattern, String> {
+    let mut bytes = Vec::new();
+    let mut rest = s;
+    while !rest.is_empty() {
+        let used = match rest.as_bytes()[0] {
+            b'"' => {
+                let end = rest[1..].find('"').ok_or("a string without its closing '\"'")?;
+                bytes.extend_from_slice(&rest.as_bytes()[1..=end]);
+                end + 2
+            }
+            b'\'' => return Err("a pattern read from a file ('name') is not supported".into()),
+            b'%' => return Err("formats such as %o are not supported in a buffer pattern (as in fio)".into()),
+            _ => pattern_number(rest, &mut bytes)?,
+        };
+        rest = &rest[used..];
+    }
+    if bytes.is_empty() {
+        return Err("an empty pattern".into());
+    }
+    Pattern::new(&bytes).map_err(|e| e.message().to_string())
+}
+
+/// One number of a pattern at the start of `s`, its bytes pushed to
+/// `out`: the length of `s` it took.
+fn pattern_number(s: &str, out: &mut Vec<u8>) -> Result<usize, String> {
+    let hex_start = |t: &str| matches!(t.as_bytes(), [b'0', b'x' | b'X', d, ..] if d.is_ascii_hexdigit());
+    if hex_start(s) {
+        let mut digits = s[2..].bytes().take_while(u8::is_ascii_hexdigit).count();
+        // "0xff0x14" is two numbers: the 0 before an x starts the next.
+        if digits > 1 && hex_start(&s[1 + digits..]) {
+            digits -= 1;
+        }
+        let hex = &s[2..2 + digits];
+        let (first, pairs) = hex.split_at(digits % 2);
+        let byte = |d: &str| u8::from_str_radix(d, 16).expect("hexadecimal digits");
+        if !first.is_empty() {
+            out.push(byte(first));
+        }
+        out.extend(pairs.as_bytes().chunks(2).map(|p| byte(std::str::from_utf8(p).expect("ASCII"))));
+        return Ok(2 + digits);
+    }
+    // A decimal number ends where a hexadecimal one starts (fio looks ahead for "0x").
+    let text = &s[..s.to_ascii_lowercase().find("0x").unwrap_or(s.len())];
+    let sign = usize::from(text.starts_with(['-', '+']));
+    let len = sign + text[sign..].bytes().take_while(u8::is_ascii_digit).count();
+    if len == sign {
+        return Err(format!(
+            "'{}' is not a pattern piece: give \"text\", 0x and hexadecimal digits, or a decimal integer",
+            Shown::new(s)
+        ));
+    }
+    let value: i32 =
+        text[..len].parse().map_err(|_| format!("{} is out of the 32-bit range", Shown::new(&text[..len])))?;
+    let mut v = value as u32;
+    if v == 0 {
+        out.push(0);
+    }
+    while v != 0 {
+        out.push((v & 0xff) as u8);
+        v >>= 8;
+    }
+    Ok(len)
 }

@@ -6,17 +6,18 @@ use super::*;
 use crate::workload::job::{FioTiming, Limit};
 use crate::workload::sizes::SizeChoice;
 
+mod buffers;
 mod errors;
 
 const GIB: u64 = 1 << 30;
 
-fn job(text: &str) -> Job {
+pub(super) fn job(text: &str) -> Job {
     let mut file = parse(text).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(file.jobs.len(), 1);
     file.jobs.remove(0)
 }
 
-fn err(text: &str) -> FioError {
+pub(super) fn err(text: &str) -> FioError {
     parse(text).expect_err("expected a parse error")
 }
 
@@ -137,6 +138,7 @@ fn defaults_match_fio() {
         compress_chunk: 512,
         dedupe_pct: 0,
         refill_buffers: false,
+        buffers: Buffers::default(),
         distribution: Distribution::Random,
         write_hint: 0,
         randseed: None,
@@ -436,7 +438,7 @@ fn long_keys_and_lines_and_many_jobs_are_handled() {
     assert_eq!(super::did_you_mean("iodepht"), ", did you mean 'iodepth'?");
     assert_eq!(super::did_you_mean("norandmap"), ", did you mean 'norandommap'?");
     // A shared prefix is no typo: fio options of their own get no suggestion.
-    for key in ["buffer_pattern", "random_generator", "cpuload"] {
+    for key in ["dedupe_global", "random_generator", "cpuload"] {
         assert_eq!(super::did_you_mean(key), "", "{key}");
     }
     // fio reads at most 8192 bytes as one line.

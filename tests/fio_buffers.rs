@@ -1,0 +1,106 @@
+//! What fio's buffer options make a job write, against the bytes real fio
+//! writes: how many distinct 4 KiB units, and how far lz4 shrinks them.
+//! A compressing, deduplicating drive stores exactly that, so a fio user
+//! who forgets `refill_buffers` or sets `buffer_pattern` sees here what
+//! their SandForce drive saw.
+
+mod tools;
+
+use std::collections::HashSet;
+use std::process::Command;
+
+/// What a run wrote: units, distinct units, and the distinct units'
+/// stored bytes (lz4's, or raw when lz4 does not shrink them) per raw byte.
+#[derive(Debug)]
+struct Written {
+    units: u64,
+    distinct: u64,
+    stored: f64,
+}
+
+const JOB: [&str; 5] = ["--name=j", "--rw=write", "--bs=4k", "--size=4m", "--iodepth=4"];
+
+fn ours(options: &[&str]) -> Written {
+    let mut args = vec!["run", "--capacity", "256MiB", "--quiet", "--output-format=json"];
+    args.extend(JOB);
+    args.extend(options);
+    let out = Command::new(env!("CARGO_BIN_EXE_duraflash")).args(&args).output().unwrap();
+    assert!(out.status.success(), "{options:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let d = &v["drive"];
+    let field = |k: &str| d[k].as_u64().unwrap();
+    Written {
+        units: field("host_write_units"),
+        distinct: field("new_chunks"),
+        stored: field("new_stored_bytes") as f64 / field("new_raw_bytes") as f64,
+    }
+}
+
+/// The same job run by fio (libaio, so `iodepth` buffers are in flight)
+/// on a file, its bytes read back.
+fn fios(options: &[&str]) -> Written {
+    let file = std::env::temp_dir().join(format!("duraflash-fio-buffers-{}", std::process::id()));
+    let _ = std::fs::remove_file(&file);
+    let out = Command::new("fio")
+        .args(JOB)
+        .args(["--ioengine=libaio", "--output-format=terse", &format!("--filename={}", file.display())])
+        .args(options)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "fio {options:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let bytes = std::fs::read(&file).unwrap();
+    std::fs::remove_file(&file).unwrap();
+    let units: Vec<&[u8]> = bytes.chunks(4096).collect();
+    let distinct: HashSet<&[u8]> = units.iter().copied().collect();
+    let stored: usize = distinct.iter().map(|u| lz4_flex::block::compress(u).len().min(u.len())).sum();
+    Written {
+        units: units.len() as u64,
+        distinct: distinct.len() as u64,
+        stored: stored as f64 / (distinct.len() * 4096) as f64,
+    }
+}
+
+/// Each combination: its options, the distinct units the mechanism gives
+/// (of 1,024 written four deep), and whether lz4 shrinks them far.
+const CASES: [(&[&str], u64, bool); 11] = [
+    (&[], 1024, false),
+    (&["--scramble_buffers=0"], 4, false),
+    (&["--refill_buffers"], 1024, false),
+    (&["--buffer_pattern=0xdeadbeef"], 1, true),
+    (&["--buffer_pattern=0xdeadbeef", "--scramble_buffers=1"], 1024, true),
+    (&["--buffer_pattern=\"fio\""], 1, true),
+    (&["--zero_buffers"], 1, true),
+    (&["--zero_buffers", "--scramble_buffers=1"], 1024, true),
+    (&["--buffer_compress_percentage=100"], 1, true),
+    (&["--buffer_compress_percentage=50"], 1024, false),
+    (&["--buffer_compress_percentage=50", "--refill_buffers=0"], 4, false),
+];
+
+#[test]
+fn each_buffer_option_writes_what_fio_writes() {
+    let fio = tools::have("fio", "fio");
+    for (options, distinct, shrinks) in CASES {
+        let ours = ours(options);
+        assert_eq!((ours.units, ours.distinct), (1024, distinct), "{options:?}: {ours:?}");
+        assert_eq!(ours.stored < 0.2, shrinks, "{options:?}: {ours:?}");
+        if fio {
+            let theirs = fios(options);
+            assert_eq!((theirs.units, theirs.distinct), (ours.units, ours.distinct), "{options:?}: fio {theirs:?}");
+            assert!((theirs.stored - ours.stored).abs() < 0.01, "{options:?}: fio {theirs:?}, ours {ours:?}");
+        }
+    }
+}
+
+/// A kept buffer is one a queue slot: without stamps, the distinct units
+/// follow `iodepth`, as fio's do.
+#[test]
+fn kept_buffers_follow_the_queue_depth() {
+    for depth in [1u64, 8, 32] {
+        let depth_option = format!("--iodepth={depth}");
+        let ours = ours(&["--scramble_buffers=0", &depth_option]);
+        assert_eq!(ours.distinct, depth, "{ours:?}");
+    }
+    // Half the buffers repeat an earlier one: about half the units are new.
+    let ours = ours(&["--dedupe_percentage=50"]);
+    assert!((440..=584).contains(&ours.distinct), "{ours:?}");
+}
