@@ -2,7 +2,8 @@
 //! writes: how many distinct 4 KiB units, and how far lz4 shrinks them.
 //! A compressing, deduplicating drive stores exactly that, so a fio user
 //! who forgets `refill_buffers` or sets `buffer_pattern` sees here what
-//! their SandForce drive saw.
+//! their SandForce drive saw. Also: the `${NAME}`s a job file takes from
+//! the environment.
 
 mod tools;
 
@@ -103,4 +104,32 @@ fn kept_buffers_follow_the_queue_depth() {
     // Half the buffers repeat an earlier one: about half the units are new.
     let ours = ours(&["--dedupe_percentage=50"]);
     assert!((440..=584).contains(&ours.distinct), "{ours:?}");
+}
+
+/// `${NAME}` in a job file is the environment's, as in fio: a script
+/// sets the size and block size, and an unset name is nothing.
+#[test]
+fn variables_in_a_job_file_come_from_the_environment() {
+    let job = std::env::temp_dir().join(format!("duraflash-fio-env-{}.fio", std::process::id()));
+    std::fs::write(&job, "[j]\nrw=${FIO_RW}\nbs=${FIO_BS}\nsize=${FIO_SIZE}${FIO_UNSET}\n").unwrap();
+    let run = |rw: &str| {
+        Command::new(env!("CARGO_BIN_EXE_duraflash"))
+            .args(["run", job.to_str().unwrap(), "--capacity", "256MiB", "--quiet", "--output-format=json"])
+            .env("FIO_RW", rw)
+            .env("FIO_BS", "64k")
+            .env("FIO_SIZE", "16m")
+            .env_remove("FIO_UNSET")
+            .output()
+            .unwrap()
+    };
+    let out = run("write");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let write = &v["jobs"][0]["write"];
+    assert_eq!((write["io_bytes"].as_u64(), write["total_ios"].as_u64()), (Some(16 << 20), Some(256)));
+    let out = run("sideways");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("line 2") && err.contains("'sideways' for 'rw'"), "{err}");
+    std::fs::remove_file(job).unwrap();
 }

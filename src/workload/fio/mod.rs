@@ -28,8 +28,10 @@
 //! * Comments: as in fio's `strip_blank_end` (parse.c), everything from the
 //!   first `;` or `#` on a line is dropped. This covers whole-line and
 //!   trailing comments, and it means a value can never hold `;` or `#`.
-//! * Not supported: `include` directives, `${VAR}` expansion, `$ncpus`-style
-//!   keywords, `(arithmetic)` values.
+//! * `${NAME}` in an option line becomes the environment variable's value,
+//!   or nothing when it is unset, as fio's `fio_option_dup_subs` does.
+//! * Not supported: `include` directives, `$ncpus`-style keywords,
+//!   `(arithmetic)` values.
 //!
 //! # Values (fio HOWTO, "Parameter types" and "Units")
 //!

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use super::block_sizes::{parse_blockalign, parse_bs, parse_bsrange, parse_bssplit, BlockSizeOptions, DEFAULT_BS};
 use super::buffers::Buffers;
 use super::values::{
-    non_empty, parse_distribution, parse_flag, parse_int, parse_iodepth, parse_offset, parse_pattern, parse_pct,
-    parse_per_direction, parse_rw, parse_size, parse_time_in, parse_time_ns, parse_write_hint,
+    expand_env, non_empty, parse_distribution, parse_flag, parse_int, parse_iodepth, parse_offset, parse_pattern,
+    parse_pct, parse_per_direction, parse_rw, parse_size, parse_time_in, parse_time_ns, parse_write_hint,
 };
 use super::{
     DriveSetting, FioError, FioWarning, Job, JobFile, OptionLine, SizeSpec, IGNORED_KEYS, MAX_LINE_BYTES, MAX_NUMJOBS,
@@ -99,7 +99,12 @@ pub fn parse_files(text: &str, starts: &[usize]) -> Result<JobFile, FioError> {
             };
             continue;
         }
-        let (key, value) = split_option(content, line)?;
+        let content = expand_env(content, |name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()));
+        if content.len() > MAX_LINE_BYTES {
+            let reason = format!("longer than {MAX_LINE_BYTES} bytes once its ${{VAR}}s are expanded");
+            return Err(FioError::Syntax { line, reason });
+        }
+        let (key, value) = split_option(&content, line)?;
         if !matches!(section, Section::Drive | Section::None) {
             if let Some((_, reason)) = IGNORED_KEYS.iter().find(|(k, _)| *k == key) {
                 if !warnings.iter().any(|w| w.key == key) {
@@ -138,7 +143,7 @@ pub fn parse_files(text: &str, starts: &[usize]) -> Result<JobFile, FioError> {
                         line,
                         reason: format!(
                             "expected key=value with a non-empty value in [drive], found '{}'",
-                            Shown::new(content)
+                            Shown::new(&content)
                         ),
                     })
                 }
@@ -412,7 +417,7 @@ impl Builder {
             reason,
         };
         if value.is_some_and(|v| v.contains("${")) {
-            return Err(bad("environment variable expansion (${VAR}) is not supported".to_string()));
+            return Err(bad("a '${' without its closing '}'".to_string()));
         }
         let required = || value.ok_or_else(|| bad("this option requires a value".to_string()));
         let job = &mut self.job;

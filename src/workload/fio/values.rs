@@ -1,6 +1,8 @@
 //! Option values with fio's units: sizes and percentages, times, `rw`,
 //! `random_distribution` (with the zoned syntax) and `write_hint`.
 
+use std::borrow::Cow;
+
 use super::{SizeSpec, MAX_JOB_MINUTES};
 use crate::content::buffers::Pattern;
 use crate::input::Shown;
@@ -389,4 +391,24 @@ fn pattern_number(s: &str, out: &mut Vec<u8>) -> Result<usize, String> {
         v >>= 8;
     }
     Ok(len)
+}
+
+/// fio's `${NAME}` expansion of an option line (options.c
+/// `fio_option_dup_subs`): each `${NAME}` becomes `env(NAME)`, or nothing
+/// when that is `None` (an unset variable); a `${` without a `}` after it
+/// stays as written.
+pub(crate) fn expand_env<'a>(text: &'a str, env: impl Fn(&str) -> Option<String>) -> Cow<'a, str> {
+    if !text.contains("${") {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("${") {
+        let Some(len) = rest[at + 2..].find('}') else { break };
+        out.push_str(&rest[..at]);
+        out.push_str(&env(&rest[at + 2..at + 2 + len]).unwrap_or_default());
+        rest = &rest[at + 3 + len..];
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
 }

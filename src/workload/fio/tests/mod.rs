@@ -7,6 +7,7 @@ use crate::workload::job::{FioTiming, Limit};
 use crate::workload::sizes::SizeChoice;
 
 mod buffers;
+mod env;
 mod errors;
 
 const GIB: u64 = 1 << 30;
