@@ -15,7 +15,7 @@ use crate::workload::job::{GroupMemory, JobSpec, Limit};
 use crate::workload::sizes::{BlockSizes, SizeChoice};
 use crate::workload::WorkloadError;
 
-use super::parse::Key;
+use super::keys::Key;
 use super::{Distribution, FioError, Job, JobFile, SizeSpec, MAX_DRIVE_PASSES};
 
 /// The `[drive]` keys [`JobFile::apply_drive`] knows.

@@ -161,6 +161,7 @@ mod block_sizes;
 mod buffers;
 mod cmdline;
 mod convert;
+mod keys;
 mod parse;
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,6 @@
 //! The parser's errors: each names its line and option, and no input panics.
 
-use super::super::parse::Key;
+use super::super::keys::Key;
 use super::super::*;
 use super::{bad_value_line, err, job};
 

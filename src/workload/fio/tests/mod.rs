@@ -1,6 +1,6 @@
 //! Tests of the job-file parser.
 
-use super::parse::Key;
+use super::keys::Key;
 use super::values::RW_VALUES;
 use super::*;
 use crate::workload::job::{FioTiming, Limit};
