@@ -133,3 +133,44 @@ fn variables_in_a_job_file_come_from_the_environment() {
     assert!(err.contains("line 2") && err.contains("'sideways' for 'rw'"), "{err}");
     std::fs::remove_file(job).unwrap();
 }
+
+/// fio's `examples/dedupe-global.fio` at 16 MiB a job: two jobs writing
+/// half duplicates of half compressible data, with and without one
+/// working set shared between them. fio writes each job its own file;
+/// here job b starts where a ends. The distinct units of both together
+/// are fio's within 4 % (fio also fills its 256 buffers a job once before
+/// refilling them, so a working set holds units no write carries).
+#[test]
+fn the_dedupe_global_example_stores_what_fio_writes() {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/fio-examples/dedupe-global.fio"))
+            .unwrap()
+            .replace("size=100m", "size=16m");
+    let dir = std::env::temp_dir().join(format!("duraflash-dedupe-global-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for global in ["1", "0"] {
+        let text = text.replace("dedupe_global=1", &format!("dedupe_global={global}"));
+        let job = dir.join("ours.fio");
+        std::fs::write(&job, text.replace("[b]", "[b]\noffset=16m")).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_duraflash"))
+            .args(["run", job.to_str().unwrap(), "--capacity", "256MiB", "--quiet", "--output-format=json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let ours = v["drive"]["new_chunks"].as_u64().unwrap();
+        assert_eq!(v["drive"]["host_write_units"], 8192);
+        // Half the writes are duplicates: about half the units are new.
+        assert!((3900..4500).contains(&ours), "dedupe_global={global}: {ours}");
+        if tools::have("fio", "fio") {
+            std::fs::write(dir.join("fio.fio"), &text).unwrap();
+            let out =
+                Command::new("fio").current_dir(&dir).args(["--output-format=terse", "fio.fio"]).output().unwrap();
+            assert!(out.status.success(), "fio: {}", String::from_utf8_lossy(&out.stderr));
+            let bytes = [std::fs::read(dir.join("a.0.0")).unwrap(), std::fs::read(dir.join("b.0.0")).unwrap()].concat();
+            let theirs = bytes.chunks(4096).collect::<HashSet<_>>().len() as f64;
+            assert!((ours as f64 / theirs - 1.0).abs() < 0.04, "dedupe_global={global}: ours {ours}, fio {theirs}");
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -101,9 +101,17 @@ impl fmt::Debug for Pattern {
 /// When a write's buffer is filled.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Reuse {
-    /// Afresh for every write (fio's `refill_buffers`).
+    /// Afresh for every write.
     #[default]
     Refill,
+    /// Afresh for every write, after `buffers` were filled once and never
+    /// sent (fio's `refill_buffers`: `init_io_u` fills each io_u first, so
+    /// the contents the first writes would have had go unwritten, and a
+    /// dedupe working set holds some units no write carries).
+    Refilled {
+        /// Buffers filled at the start (fio's `iodepth`).
+        buffers: u32,
+    },
     /// Once for each of `buffers` buffers, written again in turn; with
     /// `scramble`, each write stamped as fio's `small_content_scramble`
     /// stamps it.
@@ -183,9 +191,13 @@ pub enum Writes {
 impl Writes {
     /// The writes of `spec`, drawn from `seed`, of at most `largest` bytes.
     pub fn new(spec: DataSpec, seed: u64, largest: u64) -> Result<Self, PatternError> {
-        let gen = PatternGen::new(spec, seed)?;
+        let mut gen = PatternGen::new(spec, seed)?;
         Ok(match spec.reuse {
             Reuse::Refill => Writes::Fresh(gen),
+            Reuse::Refilled { buffers } => {
+                gen.skip(u64::from(buffers).saturating_mul(largest));
+                Writes::Fresh(gen)
+            }
             Reuse::Kept { buffers, scramble } => {
                 Writes::Kept(KeptBuffers::new(gen, buffers, largest, scramble, unit_seed(seed, 2)))
             }
@@ -196,7 +208,7 @@ impl Writes {
     /// to `largest` bytes a command.
     pub fn kept_bytes(spec: &DataSpec, largest: u64) -> u64 {
         match spec.reuse {
-            Reuse::Refill => 0,
+            Reuse::Refill | Reuse::Refilled { .. } => 0,
             Reuse::Kept { buffers, .. } => u64::from(buffers.max(1)).saturating_mul(largest),
         }
     }

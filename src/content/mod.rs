@@ -4,6 +4,7 @@
 
 pub mod buffers;
 pub mod corpus;
+pub mod dedupe;
 pub mod pattern;
 
 use crate::content::pattern::PatternGen;

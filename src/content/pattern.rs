@@ -49,6 +49,7 @@
 //! contents is the same, and every duplicate matches data already written.
 
 use crate::content::buffers::{Pattern, Reuse};
+pub use crate::content::dedupe::DedupeMode;
 use crate::profile::{self, Phase};
 use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -81,44 +82,6 @@ impl fmt::Display for PatternError {
 }
 
 impl std::error::Error for PatternError {}
-
-/// How duplicate units pick the content they repeat (fio `dedupe_mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DedupeMode {
-    /// fio `repeat` (the default): repeat the most recent unique unit.
-    Repeat,
-    /// fio `working_set`: repeat one of the first `units` unique units,
-    /// chosen uniformly (possibly one not yet emitted, as in fio).
-    WorkingSet {
-        /// Working-set size in units; must be > 0.
-        units: u64,
-    },
-}
-
-impl DedupeMode {
-    /// Working set sized as fio does:
-    /// `size_bytes * working_set_pct / 100 / unit` (`dedupe_working_set_percentage`).
-    pub fn working_set(size_bytes: u64, working_set_pct: u8, unit: usize) -> Result<Self, PatternError> {
-        if working_set_pct > 100 {
-            return Err(PatternError(format!("dedupe_working_set_percentage {working_set_pct} > 100")));
-        }
-        if unit == 0 {
-            return Err(PatternError("unit must be > 0".into()));
-        }
-        let units = (u128::from(size_bytes) * u128::from(working_set_pct) / 100 / unit as u128)
-            .min(u128::from(u64::MAX)) as u64;
-        let mode = DedupeMode::WorkingSet { units };
-        mode.validate()?;
-        Ok(mode)
-    }
-
-    fn validate(&self) -> Result<(), PatternError> {
-        match self {
-            DedupeMode::WorkingSet { units: 0 } => Err(PatternError("dedupe working set must hold >= 1 unit".into())),
-            _ => Ok(()),
-        }
-    }
-}
 
 /// What the host writes; see the module docs for the fio mapping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -281,27 +244,43 @@ pub fn unit_seed(base: u64, index: u64) -> u64 {
 #[derive(Debug, Clone)]
 pub struct PatternGen {
     spec: DataSpec,
-    key: [u8; 32],
+    /// The keys of the jobs that share a working set ([`DedupeMode::Global`]),
+    /// else this job's alone.
+    keys: Vec<[u8; 32]>,
+    /// Which of `keys` is this job's.
+    own: usize,
     decide: ChaCha8Rng,
     unique: u64,
     units: u64,
     dedupe_units: u64,
     /// Scratch content ids of a parallel fill.
-    ids: Vec<u64>,
+    ids: Vec<(usize, u64)>,
+}
+
+/// The ChaCha8 key of contents seeded by `seed`.
+fn key_of(seed: u64) -> [u8; 32] {
+    let mut key = [0u8; 32];
+    for (i, word) in key.chunks_exact_mut(8).enumerate() {
+        word.copy_from_slice(&unit_seed(seed, i as u64).to_le_bytes());
+    }
+    key
 }
 
 impl PatternGen {
-    /// Validates `spec` and seeds the generator explicitly from `seed`.
+    /// Validates `spec` and seeds the generator explicitly from `seed`
+    /// (with [`DedupeMode::Global`], its contents from the mode's seed).
     pub fn new(spec: DataSpec, seed: u64) -> Result<Self, PatternError> {
         spec.validate()?;
-        let mut key = [0u8; 32];
-        for (i, word) in key.chunks_exact_mut(8).enumerate() {
-            word.copy_from_slice(&unit_seed(seed, i as u64).to_le_bytes());
-        }
+        let (keys, own) = match spec.dedupe_mode {
+            DedupeMode::Global { job, jobs, seed: shared, .. } => {
+                ((0..u64::from(jobs)).map(|j| key_of(unit_seed(shared, j))).collect(), job as usize)
+            }
+            _ => (vec![key_of(seed)], 0),
+        };
         // Content streams count up from 0; dedupe decisions use the last one.
-        let mut decide = ChaCha8Rng::from_seed(key);
+        let mut decide = ChaCha8Rng::from_seed(key_of(seed));
         decide.set_stream(u64::MAX);
-        Ok(PatternGen { spec, key, decide, unique: 0, units: 0, dedupe_units: 0, ids: Vec::new() })
+        Ok(PatternGen { spec, keys, own, decide, unique: 0, units: 0, dedupe_units: 0, ids: Vec::new() })
     }
 
     /// The spec this generator follows.
@@ -322,8 +301,8 @@ impl PatternGen {
                 return;
             }
             for unit in buf.chunks_mut(self.spec.unit) {
-                let id = self.next_content_id();
-                self.spec.write_unit(&self.key, id, unit);
+                let (key, id) = self.next_content_id();
+                self.spec.write_unit(&self.keys[key], id, unit);
             }
         });
     }
@@ -336,15 +315,26 @@ impl PatternGen {
         let mut ids = std::mem::take(&mut self.ids);
         ids.clear();
         ids.extend((0..buf.len().div_ceil(self.spec.unit)).map(|_| self.next_content_id()));
-        let (spec, key) = (&self.spec, &self.key);
+        let (spec, keys) = (&self.spec, &self.keys);
         // Groups of units a thread takes at a time, timed once a group.
         const GROUP_UNITS: usize = 16;
         buf.par_chunks_mut(spec.unit * GROUP_UNITS).zip(ids.par_chunks(GROUP_UNITS)).for_each(|(group, ids)| {
             profile::time(Phase::Generate, || {
-                group.chunks_mut(spec.unit).zip(ids).for_each(|(unit, &id)| spec.write_unit(key, id, unit))
+                group
+                    .chunks_mut(spec.unit)
+                    .zip(ids)
+                    .for_each(|(unit, &(key, id))| spec.write_unit(&keys[key], id, unit))
             })
         });
         self.ids = ids;
+    }
+
+    /// Draws the contents of `bytes` without writing them, as a fill of
+    /// that many bytes would.
+    pub fn skip(&mut self, bytes: u64) {
+        for _ in 0..bytes.div_ceil(self.spec.unit as u64) {
+            self.next_content_id();
+        }
     }
 
     /// Units generated so far (a short trailing unit counts as one).
@@ -362,13 +352,19 @@ impl PatternGen {
         self.unique
     }
 
-    fn next_content_id(&mut self) -> u64 {
+    /// The next unit's content: which of the keys, and its stream.
+    fn next_content_id(&mut self) -> (usize, u64) {
         self.units += 1;
         let pct = self.spec.dedupe_pct;
         if pct > 0 && self.decide.random_range(1..=100u8) <= pct {
             let id = match self.spec.dedupe_mode {
-                DedupeMode::Repeat => self.unique.checked_sub(1),
-                DedupeMode::WorkingSet { units } => Some(self.decide.random_range(0..units)),
+                DedupeMode::Repeat => self.unique.checked_sub(1).map(|id| (self.own, id)),
+                DedupeMode::WorkingSet { units } => Some((self.own, self.decide.random_range(0..units))),
+                DedupeMode::Global { units, job, jobs, .. } => {
+                    let i = self.decide.random_range(0..units);
+                    let each = (units / u64::from(jobs)).max(1);
+                    Some((((u64::from(job) + i / each) % u64::from(jobs)) as usize, i % each))
+                }
             };
             if let Some(id) = id {
                 self.dedupe_units += 1;
@@ -377,7 +373,7 @@ impl PatternGen {
         }
         let id = self.unique;
         self.unique += 1;
-        id
+        (self.own, id)
     }
 }
 

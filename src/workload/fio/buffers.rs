@@ -14,8 +14,9 @@
 //! - A buffer is filled by its percentages if either is nonzero (the
 //!   compressible share with the pattern), else with the pattern, else
 //!   zeros (`zero_buffers`), else random bytes.
-//! - With `refill_buffers` every write is filled afresh. Without it the
-//!   job's `iodepth` buffers are filled once and written again, each write
+//! - The job's `iodepth` buffers are filled once when it starts. With
+//!   `refill_buffers` every write is filled afresh (the first fills go
+//!   unwritten). Without it they are written again, each write
 //!   stamped unless a percentage was given or `scramble_buffers` is off
 //!   (or `zero_buffers` was given and `scramble_buffers` was not).
 
@@ -36,6 +37,9 @@ pub struct Buffers {
     pub working_set: bool,
     /// `dedupe_working_set_percentage` (5 by default): of the job's region.
     pub working_set_pct: u8,
+    /// `dedupe_global`: the working set is shared with the other jobs
+    /// that set it ([`JobFile::plan`](super::JobFile::plan)).
+    pub global: bool,
     zero_given: bool,
     scramble_given: bool,
     percentage_given: bool,
@@ -49,6 +53,7 @@ impl Default for Buffers {
             scramble: true,
             working_set: false,
             working_set_pct: 5,
+            global: false,
             zero_given: false,
             scramble_given: false,
             percentage_given: false,
@@ -109,7 +114,7 @@ impl Job {
             DataSpec::incompressible()
         };
         let reuse = match self.refill_buffers {
-            true => Reuse::Refill,
+            true => Reuse::Refilled { buffers: self.iodepth },
             false => Reuse::Kept { buffers: self.iodepth, scramble: b.stamps() },
         };
         Ok(spec.with_pattern(b.pattern).with_reuse(reuse))

@@ -7,7 +7,7 @@ use std::ops::Range;
 
 use crate::config::overrides::{parse_op, DriveOverrides};
 use crate::config::{DriveConfig, Media};
-use crate::content::pattern::unit_seed;
+use crate::content::pattern::{unit_seed, DedupeMode};
 use crate::device::memory::{command_bytes, Part};
 use crate::input::Shown;
 use crate::units::ByteSize;
@@ -278,6 +278,17 @@ impl JobFile {
                     }
                 };
                 group.members.push(Member { job: index, spec });
+            }
+        }
+        // dedupe_global: the jobs that set it share one working set, in
+        // the order fio numbers them (a job's clones after it).
+        let global = |m: &Member| self.jobs[m.job].buffers.global;
+        let sharing = groups.iter().flat_map(|g| &g.members).filter(|m| global(m)).count() as u32;
+        let members = groups.iter_mut().flat_map(|g| g.members.iter_mut()).filter(|m| global(m));
+        for (job, member) in members.enumerate() {
+            if let DedupeMode::WorkingSet { units } = member.spec.data.dedupe_mode {
+                let mode = DedupeMode::Global { units, job: job as u32, jobs: sharing, seed };
+                member.spec.data = member.spec.data.with_dedupe_mode(mode).map_err(WorkloadError::from)?;
             }
         }
         Ok(groups)

@@ -82,7 +82,7 @@
 //! | `buffer_compress_chunk` | [`Job::compress_chunk`] | 512 (0 = bs) | Buffers and memory |
 //! | `dedupe_percentage` | [`Job::dedupe_pct`] | 0 | Buffers and memory |
 //! | `refill_buffers` | [`Job::refill_buffers`] | false | Buffers and memory |
-//! | `buffer_pattern`, `zero_buffers`, `scramble_buffers`, `dedupe_mode`, `dedupe_working_set_percentage` | [`Job::buffers`] (see `buffers.rs` for how fio resolves them) | zeros, false, true, `repeat`, 5 | Buffers and memory |
+//! | `buffer_pattern`, `zero_buffers`, `scramble_buffers`, `dedupe_mode`, `dedupe_working_set_percentage`, `dedupe_global` | [`Job::buffers`] (see `buffers.rs` for how fio resolves them) | zeros, false, true, `repeat`, 5, false | Buffers and memory |
 //! | `random_distribution` | [`Job::distribution`] | `random` | I/O type |
 //! | `write_hint` | [`Job::write_hint`] (`none`, `short`, `medium`, `long`, `extreme`: streams 0-4) | `none` | I/O type |
 //! | `randseed` | [`Job::randseed`] | none (fio's own default is 0x89) | I/O type |
@@ -227,6 +227,7 @@ pub const SUPPORTED_KEYS: &[&str] = &[
     "dedupe_percentage",
     "dedupe_mode",
     "dedupe_working_set_percentage",
+    "dedupe_global",
     "refill_buffers",
     "buffer_pattern",
     "zero_buffers",

@@ -367,6 +367,7 @@ impl Builder {
                 }
             }
             Key::DedupeWorkingSet => job.buffers.working_set_pct = parse_pct(required()?).map_err(bad)?,
+            Key::DedupeGlobal => job.buffers.global = parse_flag(Some(required()?)).map_err(bad)?,
             Key::BufferPattern => {
                 job.buffers.set_pattern(parse_pattern(required()?).map_err(bad)?);
                 // fio's str_buffer_pattern_cb, with the job as set so far.

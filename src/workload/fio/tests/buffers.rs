@@ -35,13 +35,13 @@ fn fio_resolves_what_writes_carry() {
     let d = data("[j]\nrw=write\niodepth=4\n");
     assert_eq!((d.compress_pct, d.reuse), (0, Reuse::Kept { buffers: 4, scramble: true }));
     assert_eq!(data("[j]\nrw=write\nscramble_buffers=0\n").reuse, Reuse::Kept { buffers: 1, scramble: false });
-    assert_eq!(data("[j]\nrw=write\nrefill_buffers\n").reuse, Reuse::Refill);
+    assert_eq!(data("[j]\nrw=write\nrefill_buffers\n").reuse, Reuse::Refilled { buffers: 1 });
     // A pattern turns stamping off, and refilling on only for a job that reads.
     let d = data("[j]\nrw=write\nbuffer_pattern=0xdeadbeef\n");
     assert_eq!((d.compress_pct, d.pattern.bytes(), d.reuse), (100, &[0xde, 0xad, 0xbe, 0xef][..], kept(false)));
-    assert_eq!(data("[j]\nrw=randrw\nbuffer_pattern=1\n").reuse, Reuse::Refill);
+    assert_eq!(data("[j]\nrw=randrw\nbuffer_pattern=1\n").reuse, Reuse::Refilled { buffers: 1 });
     // ... as the job is set so far: before rw, fio's default rw=read reads.
-    assert_eq!(data("[j]\nbuffer_pattern=1\nrw=write\n").reuse, Reuse::Refill);
+    assert_eq!(data("[j]\nbuffer_pattern=1\nrw=write\n").reuse, Reuse::Refilled { buffers: 1 });
     assert_eq!(data("[j]\nrw=write\nbuffer_pattern=1\nrw=randrw\n").reuse, kept(false));
     assert_eq!(data("[j]\nrw=write\nbuffer_pattern=1\nscramble_buffers=1\n").reuse, kept(true));
     // zero_buffers given stops stamping unless scramble_buffers is given too.
@@ -54,12 +54,12 @@ fn fio_resolves_what_writes_carry() {
     let d = data("[j]\nrw=write\nbuffer_compress_percentage=100\n");
     assert_eq!((d.compress_pct, d.reuse), (100, kept(false)));
     let d = data("[j]\nrw=write\nbuffer_compress_percentage=100\ndedupe_percentage=50\n");
-    assert_eq!((d.compress_pct, d.dedupe_pct, d.reuse), (0, 50, Reuse::Refill));
+    assert_eq!((d.compress_pct, d.dedupe_pct, d.reuse), (0, 50, Reuse::Refilled { buffers: 1 }));
     // Giving a percentage, even 0, stops stamping.
     assert_eq!(data("[j]\nrw=write\nbuffer_compress_percentage=0\n").reuse, kept(false));
     // A pattern fills the compressible share.
     let d = data("[j]\nrw=write\nbuffer_compress_percentage=50\nbuffer_pattern=\"ab\"\n");
-    assert_eq!((d.compress_pct, d.pattern.bytes(), d.reuse), (50, &b"ab"[..], Reuse::Refill));
+    assert_eq!((d.compress_pct, d.pattern.bytes(), d.reuse), (50, &b"ab"[..], Reuse::Refilled { buffers: 1 }));
 }
 
 fn kept(scramble: bool) -> Reuse {
