@@ -244,10 +244,10 @@ pub fn unit_seed(base: u64, index: u64) -> u64 {
 #[derive(Debug, Clone)]
 pub struct PatternGen {
     spec: DataSpec,
-    /// The keys of the jobs that share a working set ([`DedupeMode::Global`]),
-    /// else this job's alone.
-    keys: Vec<[u8; 32]>,
-    /// Which of `keys` is this job's.
+    /// This job's content key.
+    key: [u8; 32],
+    /// This job's number among those sharing a working set
+    /// ([`DedupeMode::Global`]), else 0.
     own: usize,
     decide: ChaCha8Rng,
     unique: u64,
@@ -255,6 +255,15 @@ pub struct PatternGen {
     dedupe_units: u64,
     /// Scratch content ids of a parallel fill.
     ids: Vec<(usize, u64)>,
+}
+
+/// The content key of job `job` among those sharing `mode`'s working set,
+/// for the job numbered `own` whose key is `key`.
+fn key_for(key: &[u8; 32], own: usize, mode: DedupeMode, job: usize) -> [u8; 32] {
+    match mode {
+        DedupeMode::Global { seed, .. } if job != own => key_of(unit_seed(seed, job as u64)),
+        _ => *key,
+    }
 }
 
 /// The ChaCha8 key of contents seeded by `seed`.
@@ -271,16 +280,14 @@ impl PatternGen {
     /// (with [`DedupeMode::Global`], its contents from the mode's seed).
     pub fn new(spec: DataSpec, seed: u64) -> Result<Self, PatternError> {
         spec.validate()?;
-        let (keys, own) = match spec.dedupe_mode {
-            DedupeMode::Global { job, jobs, seed: shared, .. } => {
-                ((0..u64::from(jobs)).map(|j| key_of(unit_seed(shared, j))).collect(), job as usize)
-            }
-            _ => (vec![key_of(seed)], 0),
+        let (key, own) = match spec.dedupe_mode {
+            DedupeMode::Global { job, seed: shared, .. } => (key_of(unit_seed(shared, u64::from(job))), job as usize),
+            _ => (key_of(seed), 0),
         };
         // Content streams count up from 0; dedupe decisions use the last one.
         let mut decide = ChaCha8Rng::from_seed(key_of(seed));
         decide.set_stream(u64::MAX);
-        Ok(PatternGen { spec, keys, own, decide, unique: 0, units: 0, dedupe_units: 0, ids: Vec::new() })
+        Ok(PatternGen { spec, key, own, decide, unique: 0, units: 0, dedupe_units: 0, ids: Vec::new() })
     }
 
     /// The spec this generator follows.
@@ -301,8 +308,9 @@ impl PatternGen {
                 return;
             }
             for unit in buf.chunks_mut(self.spec.unit) {
-                let (key, id) = self.next_content_id();
-                self.spec.write_unit(&self.keys[key], id, unit);
+                let (job, id) = self.next_content_id();
+                let key = key_for(&self.key, self.own, self.spec.dedupe_mode, job);
+                self.spec.write_unit(&key, id, unit);
             }
         });
     }
@@ -315,7 +323,7 @@ impl PatternGen {
         let mut ids = std::mem::take(&mut self.ids);
         ids.clear();
         ids.extend((0..buf.len().div_ceil(self.spec.unit)).map(|_| self.next_content_id()));
-        let (spec, keys) = (&self.spec, &self.keys);
+        let (spec, key, own) = (&self.spec, &self.key, self.own);
         // Groups of units a thread takes at a time, timed once a group.
         const GROUP_UNITS: usize = 16;
         buf.par_chunks_mut(spec.unit * GROUP_UNITS).zip(ids.par_chunks(GROUP_UNITS)).for_each(|(group, ids)| {
@@ -323,7 +331,7 @@ impl PatternGen {
                 group
                     .chunks_mut(spec.unit)
                     .zip(ids)
-                    .for_each(|(unit, &(key, id))| spec.write_unit(&keys[key], id, unit))
+                    .for_each(|(unit, &(job, id))| spec.write_unit(&key_for(key, own, spec.dedupe_mode, job), id, unit))
             })
         });
         self.ids = ids;
@@ -352,7 +360,8 @@ impl PatternGen {
         self.unique
     }
 
-    /// The next unit's content: which of the keys, and its stream.
+    /// The next unit's content: which sharing job's (this one's own unless
+    /// [`DedupeMode::Global`]), and its stream.
     fn next_content_id(&mut self) -> (usize, u64) {
         self.units += 1;
         let pct = self.spec.dedupe_pct;

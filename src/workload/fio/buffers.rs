@@ -104,7 +104,12 @@ impl Job {
         };
         let spec = if compress > 0 || self.dedupe_pct > 0 {
             let mode = match b.working_set {
-                true => DedupeMode::working_set(length, b.working_set_pct, DEFAULT_UNIT)?,
+                true => DedupeMode::working_set(length, b.working_set_pct, DEFAULT_UNIT).map_err(|_| {
+                    PatternError::new(format!(
+                        "dedupe_working_set_percentage={} of the job's {length} bytes holds no {DEFAULT_UNIT}-byte unit",
+                        b.working_set_pct
+                    ))
+                })?,
                 false => DedupeMode::Repeat,
             };
             DataSpec::new(compress, self.compress_chunk as usize, self.dedupe_pct)?.with_dedupe_mode(mode)?

@@ -74,6 +74,9 @@ fn the_dedupe_working_set_is_a_share_of_the_region() {
     assert_eq!(j.data(40 << 20).unwrap().dedupe_mode, DedupeMode::WorkingSet { units: 512 }, "5 % by default");
     let j = job("[j]\nrw=write\ndedupe_percentage=50\n");
     assert_eq!(j.data(40 << 20).unwrap().dedupe_mode, DedupeMode::Repeat);
+    let j = job("[j]\nrw=write\ndedupe_percentage=50\ndedupe_mode=working_set\ndedupe_working_set_percentage=0\n");
+    let e = j.data(40 << 20).unwrap_err().to_string();
+    assert!(e.contains("dedupe_working_set_percentage=0"), "{e}");
     let e = err("[j]\ndedupe_mode=some\n").to_string();
     assert!(e.contains("line 2") && e.contains("repeat or working_set"), "{e}");
     let e = err("[j]\nbuffer_pattern=%o\n").to_string();
