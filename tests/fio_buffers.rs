@@ -9,6 +9,7 @@ mod tools;
 
 use std::collections::HashSet;
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// What a run wrote: units, distinct units, and the distinct units'
 /// stored bytes (lz4's, or raw when lz4 does not shrink them) per raw byte.
@@ -40,7 +41,10 @@ fn ours(options: &[&str]) -> Written {
 /// The same job run by fio (libaio, so `iodepth` buffers are in flight)
 /// on a file, its bytes read back.
 fn fios(options: &[&str]) -> Written {
-    let file = std::env::temp_dir().join(format!("duraflash-fio-buffers-{}", std::process::id()));
+    // Tests run side by side: each run its own file.
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let run = RUNS.fetch_add(1, Ordering::Relaxed);
+    let file = std::env::temp_dir().join(format!("duraflash-fio-buffers-{}-{run}", std::process::id()));
     let _ = std::fs::remove_file(&file);
     let out = Command::new("fio")
         .args(JOB)
@@ -100,6 +104,13 @@ fn kept_buffers_follow_the_queue_depth() {
         let depth_option = format!("--iodepth={depth}");
         let ours = ours(&["--scramble_buffers=0", &depth_option]);
         assert_eq!(ours.distinct, depth, "{ours:?}");
+    }
+    // A synchronous engine keeps one command, so one buffer, in flight (fio's
+    // default engine, psync, is one).
+    let psync = ours(&["--scramble_buffers=0", "--ioengine=psync"]);
+    assert_eq!(psync.distinct, 1, "{psync:?}");
+    if tools::have("fio", "fio") {
+        assert_eq!(fios(&["--scramble_buffers=0", "--ioengine=psync"]).distinct, 1);
     }
     // Half the buffers repeat an earlier one: about half the units are new.
     let ours = ours(&["--dedupe_percentage=50"]);

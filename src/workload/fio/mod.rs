@@ -95,7 +95,7 @@
 //! | `startdelay` | [`Job::timing`] (a time; no range) | 0 | Time related parameters |
 //! | `rate_iops`, `rate` | [`Job::timing`] (per direction: `r[,w[,t]]`, as `bs` in fio; bytes/s for `rate`) | no limit | I/O rate |
 //! | `thinktime`, `thinktime_spin`, `thinktime_blocks`, `thinktime_blocks_type`, `thinktime_iotime` | [`Job::timing`] | none, 0, 1, `complete`, none | I/O rate |
-//! | `ioengine`, `filename`, `direct` | recorded, no effect on the model | | |
+//! | `ioengine`, `filename`, `direct` | recorded; a synchronous engine ([`SYNC_ENGINES`]) caps `iodepth` at 1, as in fio | | |
 //! | `loops` | [`Job::loops`] | 1 | Threads, processes and job synchronization |
 //! | `norandommap` | [`Job::norandommap`] | false (a random map: each pass touches every block once) | I/O type |
 //! | `percentile_list`, `clat_percentiles`, `lat_percentiles` | [`Job::percentile_list`] (up to 20, `:`-separated), [`Job::clat_percentiles`], [`Job::lat_percentiles`] (values 0 or 1) | fio's 17, true, false | Measurements and reporting |
@@ -263,6 +263,13 @@ pub const SUPPORTED_KEYS: &[&str] = &[
 /// fio options that mean nothing for a simulated drive, each with why:
 /// accepted (their value unchecked) with one [`FioWarning`] per option,
 /// so a real job file runs instead of failing one option per attempt.
+/// fio 3.33's engines that issue one command at a time (`FIO_SYNCIO`), for
+/// block devices and files: a job with one keeps one command in flight,
+/// whatever its `iodepth`, as fio caps it. fio's default engine, `psync`,
+/// is one; without `ioengine` the model's own engine queues `iodepth`.
+pub const SYNC_ENGINES: &[&str] =
+    &["sync", "psync", "vsync", "pvsync", "pvsync2", "mmap", "splice", "sg", "libzbc", "ftruncate", "falloc"];
+
 /// `ioengine`, `filename` and `direct` are recorded too.
 pub const IGNORED_KEYS: &[(&str, &str)] = &[
     ("ioengine", "the simulated drive is the engine"),
@@ -555,7 +562,8 @@ pub struct Job {
     pub randseed: Option<u64>,
     /// Wait for all earlier jobs to finish before starting.
     pub stonewall: bool,
-    /// `ioengine=` as written. Recorded only; the model has one engine.
+    /// `ioengine=` as written: the model has one engine, but a synchronous
+    /// one ([`SYNC_ENGINES`]) caps [`Job::iodepth`] at 1, as in fio.
     pub ioengine: Option<String>,
     /// `filename=` as written. Recorded only; the target is the model drive.
     pub filename: Option<String>,

@@ -13,6 +13,7 @@ use super::values::{
 };
 use super::{
     DriveSetting, FioError, FioWarning, Job, JobFile, OptionLine, SizeSpec, IGNORED_KEYS, MAX_LINE_BYTES, MAX_NUMJOBS,
+    SYNC_ENGINES,
 };
 use crate::input::Shown;
 use crate::workload::access::{Access, Distribution, Rw};
@@ -108,9 +109,15 @@ pub fn parse_files(text: &str, starts: &[usize]) -> Result<JobFile, FioError> {
         let (key, value) = split_option(&content, line)?;
         if !matches!(section, Section::Drive | Section::None) {
             if let Some((_, reason)) = IGNORED_KEYS.iter().find(|(k, _)| *k == key) {
-                if !warnings.iter().any(|w| w.key == key) {
+                let reason = match (key, value) {
+                    ("ioengine", Some(engine)) if SYNC_ENGINES.contains(&engine) => {
+                        "a synchronous engine: as in fio, a job keeps one command in flight whatever its iodepth"
+                            .to_string()
+                    }
+                    _ => format!("no meaning for a simulated drive ({reason}); ignored"),
+                };
+                if !warnings.iter().any(|w| w.key == key && w.reason == reason) {
                     let value = value.unwrap_or("").to_string();
-                    let reason = format!("no meaning for a simulated drive ({reason}); ignored");
                     warnings.push(FioWarning { key: key.to_string(), value, line, reason });
                 }
             }
@@ -492,6 +499,10 @@ impl Builder {
         }
         if job.compress_chunk == 0 {
             job.compress_chunk = job.bs;
+        }
+        // fio (backend.c): "queue depth will be capped at 1".
+        if job.ioengine.as_deref().is_some_and(|e| SYNC_ENGINES.contains(&e)) {
+            job.iodepth = 1;
         }
         if (1..100).contains(&job.compress_pct) && !refill_explicit {
             job.refill_buffers = true;

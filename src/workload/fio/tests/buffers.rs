@@ -82,3 +82,16 @@ fn the_dedupe_working_set_is_a_share_of_the_region() {
     let e = err("[j]\nbuffer_pattern=%o\n").to_string();
     assert!(e.contains("buffer_pattern") && e.contains("%o"), "{e}");
 }
+
+#[test]
+fn a_synchronous_engine_keeps_one_command_in_flight_as_in_fio() {
+    let file = crate::workload::fio::parse(
+        "[a]\nioengine=psync\niodepth=32\n[b]\nioengine=libaio\niodepth=32\n[c]\niodepth=8\n",
+    )
+    .unwrap();
+    let depths: Vec<u32> = file.jobs.iter().map(|j| j.iodepth).collect();
+    assert_eq!(depths, [1, 32, 8], "psync capped, libaio and the model's own engine queue");
+    let psync = file.warnings.iter().find(|w| w.value == "psync").expect("a warning for psync");
+    assert!(psync.to_string().contains("one command in flight"), "{psync}");
+    assert!(file.warnings.iter().any(|w| w.value == "libaio" && w.to_string().contains("ignored")));
+}
