@@ -185,3 +185,38 @@ fn the_dedupe_global_example_stores_what_fio_writes() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// fio reads into the buffer it writes from next, so a mixed job without
+/// `refill_buffers` on a new drive writes back the zeros it read, stamped:
+/// almost nothing for a compressing drive to store. With
+/// `refill_buffers` it writes random bytes.
+#[test]
+fn a_mixed_job_writes_back_what_it_read_as_fio_does() {
+    for (refill, compressible) in [(false, true), (true, false)] {
+        let mut options = vec!["--rw=randrw"];
+        options.extend(refill.then_some("--refill_buffers"));
+        let ours = ours(&options);
+        let stored_small = ours.stored < 0.2;
+        assert_eq!(stored_small, compressible, "{options:?}: {ours:?}");
+        if tools::have("fio", "fio") {
+            let file = std::env::temp_dir().join(format!("duraflash-fio-mixed-{}-{refill}", std::process::id()));
+            std::fs::write(&file, vec![0u8; 4 << 20]).unwrap();
+            let out = Command::new("fio")
+                .args(JOB)
+                .args(["--ioengine=libaio", "--output-format=terse", &format!("--filename={}", file.display())])
+                .args(&options)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "fio: {}", String::from_utf8_lossy(&out.stderr));
+            let bytes = std::fs::read(&file).unwrap();
+            std::fs::remove_file(&file).unwrap();
+            let written: Vec<&[u8]> = bytes.chunks(4096).filter(|u| u.iter().any(|&b| b != 0)).collect();
+            let small = written.iter().filter(|u| lz4_flex::block::compress(u).len() < 800).count();
+            // fio wrote about half the units; nearly all (or none) shrink far.
+            assert!(written.len() > 400, "fio wrote {} units", written.len());
+            let share = small as f64 / written.len() as f64;
+            assert_eq!(share > 0.9, compressible, "{options:?}: fio {small} of {} shrink", written.len());
+            assert_eq!(share < 0.1, !compressible, "{options:?}: fio {small} of {} shrink", written.len());
+        }
+    }
+}

@@ -16,6 +16,8 @@
 //!   sector's eight 64-byte lines, `(time ^ offset) & 7`) and the write's
 //!   start time (16 bytes at bytes 48..64). Every write is then unique,
 //!   and exactly as compressible as its buffer.
+//! - A read lands in an io_u too, and without `refill_buffers` the next
+//!   write from that io_u sends what was read ([`Content::read_into`]).
 //!
 //! Here a write takes the buffers in turn (fio takes the one freed last:
 //! the same count of distinct contents once the queue is full), and the
@@ -154,28 +156,46 @@ impl KeptBuffers {
     }
 }
 
-impl Content for KeptBuffers {
-    fn fill(&mut self, lba: Lba, buf: &mut [u8]) {
+impl KeptBuffers {
+    /// The next buffer in turn, filled when first used, at least `len` bytes.
+    fn next_buffer(&mut self, len: usize) -> &mut Vec<u8> {
         let i = self.next;
         self.next = (i + 1) % self.count;
         if i == self.buffers.len() {
-            let mut b = vec![0; self.bytes.max(buf.len())];
+            let mut b = vec![0; self.bytes.max(len)];
             self.gen.fill(&mut b);
             self.buffers.push(b);
         }
         let b = &mut self.buffers[i];
-        if b.len() < buf.len() {
-            // A write longer than the job's largest: its tail fresh.
+        if b.len() < len {
+            // A command longer than the job's largest: its tail fresh.
             let from = b.len();
-            b.resize(buf.len(), 0);
+            b.resize(len, 0);
             self.gen.fill(&mut b[from..]);
         }
-        let b = &mut b[..buf.len()];
-        if self.scramble {
-            scramble(b, lba.0 * SECTOR_BYTES, unit_seed(self.seed, self.writes) % 1_000_000_000);
+        b
+    }
+}
+
+impl Content for KeptBuffers {
+    fn takes_reads(&self) -> bool {
+        true
+    }
+
+    /// fio reads into the io_u it writes from next: a mixed job without
+    /// `refill_buffers` writes back what it read.
+    fn read_into(&mut self, data: &[u8]) {
+        self.next_buffer(data.len())[..data.len()].copy_from_slice(data);
+    }
+
+    fn fill(&mut self, lba: Lba, buf: &mut [u8]) {
+        let (seed, writes, scramble) = (self.seed, self.writes, self.scramble);
+        let b = &mut self.next_buffer(buf.len())[..buf.len()];
+        if scramble {
+            self::scramble(b, lba.0 * SECTOR_BYTES, unit_seed(seed, writes) % 1_000_000_000);
         }
-        self.writes += 1;
         buf.copy_from_slice(b);
+        self.writes += 1;
     }
 }
 
@@ -226,6 +246,16 @@ impl Content for Writes {
         match self {
             Writes::Fresh(g) => g.fill_batch(lbas, buf),
             Writes::Kept(k) => k.fill_batch(lbas, buf),
+        }
+    }
+
+    fn takes_reads(&self) -> bool {
+        matches!(self, Writes::Kept(_))
+    }
+
+    fn read_into(&mut self, data: &[u8]) {
+        if let Writes::Kept(k) = self {
+            k.read_into(data);
         }
     }
 }

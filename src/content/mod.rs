@@ -16,6 +16,15 @@ pub trait Content {
     /// `lba` carries.
     fn fill(&mut self, lba: Lba, buf: &mut [u8]);
 
+    /// Whether the bytes a job reads go into the buffers it writes from
+    /// (fio's io_us, when it does not refill them).
+    fn takes_reads(&self) -> bool {
+        false
+    }
+
+    /// Puts the bytes of a read into the buffer it was read into.
+    fn read_into(&mut self, _data: &[u8]) {}
+
     /// Fills `buf` with the payloads of writes at `lbas`, in order, each
     /// `buf.len() / lbas.len()` bytes: the same bytes as calling
     /// [`Content::fill`] for each. Sources whose bytes are pure functions

@@ -247,7 +247,8 @@ impl Drive {
         u64::from(self.config.unit_bytes) / SECTOR_BYTES
     }
 
-    fn keeps_data(&self) -> bool {
+    /// Whether reads can return what was written (memory media).
+    pub fn keeps_data(&self) -> bool {
         self.config.media == Media::Memory
     }
 

@@ -31,6 +31,8 @@ pub trait BlockDevice: Clone {
     fn now(&self) -> SimTime;
     /// Whether written bytes matter (see [`Drive::needs_content`]).
     fn needs_content(&self) -> bool;
+    /// Whether a read can return the bytes written (memory media).
+    fn keeps_data(&self) -> bool;
     /// Writes `(lba, data)` requests issued through `queue`.
     fn write_batch_on(&mut self, requests: &[(Lba, &[u8])], queue: &mut HostQueue) -> Result<(), Self::Error>;
     /// Reads `sectors` at `lba` through `queue`; the bytes when `want_data`.
@@ -57,6 +59,9 @@ impl BlockDevice for Drive {
     }
     fn needs_content(&self) -> bool {
         Drive::needs_content(self)
+    }
+    fn keeps_data(&self) -> bool {
+        Drive::keeps_data(self)
     }
     fn write_batch_on(&mut self, requests: &[(Lba, &[u8])], queue: &mut HostQueue) -> Result<(), DriveError> {
         Drive::write_batch_on(self, requests, queue)

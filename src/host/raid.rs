@@ -368,6 +368,10 @@ impl BlockDevice for Array {
         self.members.iter().any(Drive::needs_content)
     }
 
+    fn keeps_data(&self) -> bool {
+        self.members.iter().all(Drive::keeps_data)
+    }
+
     /// All requests are range-checked before any is applied; a member that
     /// refuses its part stops the batch there.
     fn write_batch_on(&mut self, requests: &[(Lba, &[u8])], queue: &mut HostQueue) -> Result<(), RaidError> {

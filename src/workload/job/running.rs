@@ -165,7 +165,10 @@ impl<'a> Running<'a> {
             CommandKind::Read => {
                 self.batch.flush(drive, &mut self.queue, content).map_err(fail)?;
                 self.queue.set_kind(CommandKind::Read);
-                drive.read_on(lba, sectors, &mut self.queue, false).map_err(fail)?;
+                let into_buffer = content.takes_reads() && drive.keeps_data();
+                if let Some(data) = drive.read_on(lba, sectors, &mut self.queue, into_buffer).map_err(fail)? {
+                    content.read_into(&data);
+                }
             }
             CommandKind::Trim => {
                 self.batch.flush(drive, &mut self.queue, content).map_err(fail)?;
