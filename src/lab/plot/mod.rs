@@ -393,7 +393,8 @@ mod tests {
     use std::path::PathBuf;
 
     fn out(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join("duraflash_plot_tests");
+        // A directory a process: two test runs at once would write the same files.
+        let dir = std::env::temp_dir().join(format!("duraflash_plot_tests_{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         dir.join(name)
     }
