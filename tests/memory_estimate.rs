@@ -106,6 +106,9 @@ fn kept_write_buffers_grow_with_iodepth() {
         assert_eq!(GroupMemory::of(&[kept(iodepth)], true).write_buffers, batch + u64::from(iodepth) * 4096);
     }
     assert_eq!(GroupMemory::of(&[kept(32)], false).write_buffers, 4096, "content-free: one shared request");
+    // A mixed job also holds a read on its way into a buffer.
+    let mixed = JobSpec { rw: Rw::RandRw, ..kept(32) };
+    assert_eq!(GroupMemory::of(&[mixed], true).write_buffers, 64 * 4096 + 33 * 4096);
 }
 
 #[test]

@@ -225,11 +225,14 @@ impl Writes {
     }
 
     /// Bytes its kept buffers hold at most, for a job of `spec` writing up
-    /// to `largest` bytes a command.
-    pub fn kept_bytes(spec: &DataSpec, largest: u64) -> u64 {
+    /// to `largest` bytes a command, and the bytes of a read on their way
+    /// to one when the job `reads` too.
+    pub fn kept_bytes(spec: &DataSpec, largest: u64, reads: bool) -> u64 {
         match spec.reuse {
             Reuse::Refill | Reuse::Refilled { .. } => 0,
-            Reuse::Kept { buffers, .. } => u64::from(buffers.max(1)).saturating_mul(largest),
+            Reuse::Kept { buffers, .. } => {
+                u64::from(buffers.max(1)).saturating_add(u64::from(reads)).saturating_mul(largest)
+            }
         }
     }
 }

@@ -367,7 +367,7 @@ impl GroupMemory {
         for s in specs {
             if s.rw.does_write() {
                 let batch = WriteBatch::bytes_for(content, s.largest_command(), group_batch(s, specs.len()));
-                let kept = if content { Writes::kept_bytes(&s.data, s.largest_command()) } else { 0 };
+                let kept = if content { Writes::kept_bytes(&s.data, s.largest_command(), s.rw.does_read()) } else { 0 };
                 m.write_buffers = m.write_buffers.saturating_add(batch).saturating_add(kept);
             }
             let commands = match s.limit {

@@ -165,7 +165,8 @@ impl<'a> Running<'a> {
             CommandKind::Read => {
                 self.batch.flush(drive, &mut self.queue, content).map_err(fail)?;
                 self.queue.set_kind(CommandKind::Read);
-                let into_buffer = content.takes_reads() && drive.keeps_data();
+                // Only a job that writes sends what it read.
+                let into_buffer = spec.rw.does_write() && content.takes_reads() && drive.keeps_data();
                 if let Some(data) = drive.read_on(lba, sectors, &mut self.queue, into_buffer).map_err(fail)? {
                     content.read_into(&data);
                 }
