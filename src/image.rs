@@ -523,8 +523,15 @@ mod tests {
     fn a_fifo_or_directory_is_refused_without_blocking() {
         let d = dir("fifo");
         let fifo = d.join("pipe.img");
-        let made = std::process::Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success());
-        for path in [d.clone()].into_iter().chain(made.then(|| fifo.clone())) {
+        // mkfifo(3), not the mkfifo program: a child forked beside the lock
+        // tests would share their locked files until it execs.
+        use std::os::unix::ffi::OsStrExt;
+        let name = std::ffi::CString::new(fifo.as_os_str().as_bytes()).expect("no NUL in a temp path");
+        // SAFETY: `name` is a NUL-terminated path that outlives the call.
+        #[allow(unsafe_code)]
+        let made = unsafe { libc::mkfifo(name.as_ptr(), 0o600) };
+        assert_eq!(made, 0, "mkfifo {}", fifo.display());
+        for path in [d.clone(), fifo.clone()] {
             let err = ImageReader::open(&path).err().expect("refused");
             assert!(matches!(err, ImageError::NotRegular { .. }), "{err}");
             assert!(err.to_string().contains("not a regular file"), "{err}");
