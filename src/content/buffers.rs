@@ -29,6 +29,7 @@
 use std::fmt;
 
 use crate::content::pattern::{unit_seed, DataSpec, PatternError, PatternGen};
+use crate::content::verify::{Checksum, Verified};
 use crate::content::Content;
 use crate::units::{Lba, SECTOR_BYTES};
 
@@ -206,11 +207,17 @@ pub enum Writes {
     Fresh(PatternGen),
     /// Each write sent from a kept buffer.
     Kept(KeptBuffers),
+    /// Each write filled afresh and stamped with fio's verify headers
+    /// (boxed: its options hold a 512-byte pattern).
+    Verified(Box<Verified>),
 }
 
 impl Writes {
     /// The writes of `spec`, drawn from `seed`, of at most `largest` bytes.
     pub fn new(spec: DataSpec, seed: u64, largest: u64) -> Result<Self, PatternError> {
+        if let Some(verify) = spec.verify.filter(|v| v.checksum != Checksum::Null) {
+            return Ok(Writes::Verified(Box::new(Verified::new(spec, verify, seed, largest)?)));
+        }
         let mut gen = PatternGen::new(spec, seed)?;
         Ok(match spec.reuse {
             Reuse::Refill => Writes::Fresh(gen),
@@ -228,6 +235,9 @@ impl Writes {
     /// to `largest` bytes a command, and the bytes of a read on their way
     /// to one when the job `reads` too.
     pub fn kept_bytes(spec: &DataSpec, largest: u64, reads: bool) -> u64 {
+        if spec.verify.is_some_and(|v| v.checksum != Checksum::Null) {
+            return 0;
+        }
         match spec.reuse {
             Reuse::Refill | Reuse::Refilled { .. } => 0,
             Reuse::Kept { buffers, .. } => {
@@ -242,6 +252,7 @@ impl Content for Writes {
         match self {
             Writes::Fresh(g) => Content::fill(g, lba, buf),
             Writes::Kept(k) => k.fill(lba, buf),
+            Writes::Verified(v) => v.fill(lba, buf),
         }
     }
 
@@ -249,6 +260,7 @@ impl Content for Writes {
         match self {
             Writes::Fresh(g) => g.fill_batch(lbas, buf),
             Writes::Kept(k) => k.fill_batch(lbas, buf),
+            Writes::Verified(v) => v.fill_batch(lbas, buf),
         }
     }
 

@@ -6,6 +6,7 @@ pub mod buffers;
 pub mod corpus;
 pub mod dedupe;
 pub mod pattern;
+pub mod verify;
 
 use crate::content::pattern::PatternGen;
 use crate::units::Lba;

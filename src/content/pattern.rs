@@ -50,6 +50,7 @@
 
 use crate::content::buffers::{Pattern, Reuse};
 pub use crate::content::dedupe::DedupeMode;
+use crate::content::verify::Verify;
 use crate::profile::{self, Phase};
 use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -101,6 +102,9 @@ pub struct DataSpec {
     pub pattern: Pattern,
     /// Whether each write is filled afresh or sent from a kept buffer.
     pub reuse: Reuse,
+    /// fio's `verify`: writes carry its headers, and the job reads them
+    /// back and checks them.
+    pub verify: Option<Verify>,
 }
 
 impl Default for DataSpec {
@@ -127,6 +131,7 @@ impl DataSpec {
             unit: DEFAULT_UNIT,
             pattern: Pattern::ZEROS,
             reuse: Reuse::Refill,
+            verify: None,
         }
     }
 
@@ -169,6 +174,11 @@ impl DataSpec {
     /// Same spec with writes filled as `reuse` says.
     pub fn with_reuse(self, reuse: Reuse) -> Self {
         DataSpec { reuse, ..self }
+    }
+
+    /// Same spec with fio's `verify` (or none).
+    pub fn with_verify(self, verify: Option<Verify>) -> Self {
+        DataSpec { verify, ..self }
     }
 
     /// Same spec with another unit size (e.g. fio's `bs` for per-I/O dedupe).
