@@ -172,33 +172,27 @@ pub(crate) fn group_agg<'a>(jobs: impl IntoIterator<Item = &'a JobResult>) -> [u
         for (k, d) in [&r.read, &r.write, &r.trim].into_iter().enumerate() {
             bytes[k] += d.io_bytes;
             if d.lat.commands > 0 {
-                run_ns[k] = run_ns[k].max(r.elapsed_ns);
+                run_ns[k] = run_ns[k].max(d.lat.elapsed_ns);
             }
         }
     }
     std::array::from_fn(|k| if run_ns[k] > 0 { (bytes[k] as f64 * 1e9 / run_ns[k] as f64).round() as u64 } else { 0 })
 }
 
-fn runtime_ms(d: &DirResult, elapsed_ns: u64) -> u64 {
+/// How long the direction ran, ms (a job that reads its writes back reads
+/// for part of its time: [`DirResult::lat`]'s span).
+fn runtime_ms(d: &DirResult) -> u64 {
     if d.lat.commands > 0 {
-        elapsed_ns.div_ceil(1_000_000)
+        d.lat.elapsed_ns.div_ceil(1_000_000)
     } else {
         0
     }
 }
 
-/// fio's JSON for one direction of a job that ran `elapsed_ns`, sampled
-/// as `iops` and `bw` (KiB/s), in a group of `agg` bytes/s; with `plus`
-/// (json+) the completion latency carries fio's histogram bins.
-fn fio_dir(
-    d: &DirResult,
-    elapsed_ns: u64,
-    plus: bool,
-    shown: &Percentiles,
-    iops: &SampleStat,
-    bw: &SampleStat,
-    agg: u64,
-) -> FioDir {
+/// fio's JSON for one direction of a job, sampled as `iops` and `bw`
+/// (KiB/s), in a group of `agg` bytes/s; with `plus` (json+) the
+/// completion latency carries fio's histogram bins.
+fn fio_dir(d: &DirResult, plus: bool, shown: &Percentiles, iops: &SampleStat, bw: &SampleStat, agg: u64) -> FioDir {
     let zero = FioLatency { min: 0, max: 0, mean: 0.0, stddev: 0.0, n: d.lat.commands, percentile: None, bins: None };
     let percentiles = shown.of(d);
     // The model's total latency is its completion latency (submission is
@@ -218,7 +212,7 @@ fn fio_dir(
         bw_bytes: d.bw_bytes.round() as u64,
         bw: (d.bw_bytes / 1024.0).round() as u64,
         iops: d.iops,
-        runtime: runtime_ms(d, elapsed_ns),
+        runtime: runtime_ms(d),
         total_ios: d.lat.commands,
         short_ios: 0,
         drop_ios: 0,
@@ -269,7 +263,7 @@ impl FioJob {
         let shown =
             Percentiles { list: job.percentile_list.as_deref(), clat: job.clat_percentiles, lat: job.lat_percentiles };
         let c = r.fio.clone().unwrap_or_default();
-        let dir = |k: usize, d: &DirResult| fio_dir(d, r.elapsed_ns, plus, &shown, &c.iops[k], &c.bw[k], agg[k]);
+        let dir = |k: usize, d: &DirResult| fio_dir(d, plus, &shown, &c.iops[k], &c.bw[k], agg[k]);
         let ios = r.read.lat.commands + r.write.lat.commands + r.trim.lat.commands;
         let ranges = |unit_ms: bool| {
             let mut keys: Vec<String> = LATENCY_RANGES.iter().map(u64::to_string).collect();

@@ -15,12 +15,17 @@ use crate::workload::access::{Access, Distribution, Rw};
 use crate::workload::batch::WriteBatch;
 pub use crate::workload::pace::FioTiming;
 use crate::workload::pace::{Pace, Think};
-use crate::workload::sizes::{BlockSizes, Placer};
+use crate::workload::sizes::{BlockSizes, Placer, SizeChoice};
 use crate::workload::WorkloadError;
 
 /// Writes gathered into one pipeline batch at most (timing stays per
 /// command; see [`WriteBatch`] for the bytes limit).
 const WRITE_BATCH: usize = 64;
+
+/// Bytes a verifying job holds per logged write: its offset, sectors and
+/// number (16 bytes) in a B-tree whose nodes are at least half full
+/// (measured: 30 to 36 bytes a write).
+const VERIFY_LOG_BYTES: u64 = 64;
 
 /// When a job stops.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -214,6 +219,7 @@ where
     }
     job.flush(drive, content)?;
     progress(1.0);
+    job.verified()?;
     Ok(job.result())
 }
 
@@ -330,6 +336,7 @@ where
         }
     }
     progress(1.0);
+    jobs.iter().try_for_each(Running::verified)?;
     let total = Running::merged(&jobs);
     Ok(GroupResult { jobs: jobs.iter().map(Running::result).collect(), total })
 }
@@ -357,6 +364,8 @@ pub struct GroupMemory {
     pub largest_command: u64,
     /// The random maps of jobs with several block sizes (a bit a slot).
     pub random_maps: u64,
+    /// What verifying jobs log of their writes to read them back.
+    pub verify_logs: u64,
 }
 
 impl GroupMemory {
@@ -379,6 +388,12 @@ impl GroupMemory {
             m.largest_command = m.largest_command.max(s.largest_command());
             let access = Access::from(s.distribution);
             m.random_maps = m.random_maps.saturating_add(Placer::map_bytes(access, s.slot(), s.length, &s.sizes));
+            if s.data.verify.is_some_and(|v| v.read_back) && s.rw.does_write() {
+                // A logged write at most per block of the region, in a B-tree node's share.
+                let pieces =
+                    commands.min(s.length / s.sizes.of(CommandKind::Write).map_or(s.bs, SizeChoice::min).max(1));
+                m.verify_logs = m.verify_logs.saturating_add(pieces.saturating_mul(VERIFY_LOG_BYTES));
+            }
         }
         m
     }
@@ -418,5 +433,6 @@ pub fn fill_spec(capacity_bytes: u64, bs: u64, iodepth: u32, data: DataSpec, see
 mod running;
 #[cfg(test)]
 mod tests;
+mod verify;
 
 use running::Running;

@@ -45,6 +45,9 @@ pub enum WorkloadError {
         #[source]
         source: ImageError,
     },
+    /// fio's verify found blocks that do not hold what was written.
+    #[error("verify: {failures} of {checked} blocks read back bad; the first: {first}")]
+    Verify { failures: u64, checked: u64, first: String },
     /// What failed inside the named job.
     #[error("job '{}': {source}", Shown::new(job))]
     Job {

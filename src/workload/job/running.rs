@@ -2,6 +2,7 @@
 //! queue, its pending writes and what it counted.
 
 use crate::content::pattern::unit_seed;
+use crate::content::verify::Expect;
 use crate::content::Content;
 use crate::host::{BlockDevice, CommandKind, HostQueue, LatencyHistogram};
 use crate::units::{Lba, SimTime, SECTOR_BYTES};
@@ -11,6 +12,7 @@ use crate::workload::pace::{Pace, Think};
 use crate::workload::sizes::Placer;
 use crate::workload::WorkloadError;
 
+use super::verify::Verifying;
 use super::{DirResult, JobResult, JobSpec, Limit};
 
 /// A job under way: its offset streams, queue, pending writes and counts.
@@ -31,6 +33,10 @@ pub(super) struct Running<'a> {
     pub(super) think: Option<Think>,
     /// Measured ns after which the job stops whatever its limit; 0 for none.
     pub(super) runtime_cap: u64,
+    /// What fio's `verify` logged and found, if the job verifies.
+    verifying: Option<Verifying>,
+    /// When the job began reading its writes back (ns), if it has.
+    verify_from: Option<u64>,
 }
 
 impl<'a> Running<'a> {
@@ -43,6 +49,13 @@ impl<'a> Running<'a> {
         delay: u64,
     ) -> Result<Self, WorkloadError> {
         spec.validate(drive.capacity_bytes())?;
+        let verifying = Verifying::new(spec).map_err(|e| e.in_job(&spec.name))?;
+        if verifying.is_some() && !drive.keeps_data() {
+            return Err(WorkloadError::BadSpec(
+                "verify reads back the bytes written, and this drive keeps none (use --media memory)".into(),
+            )
+            .in_job(&spec.name));
+        }
         let access = Access::from(spec.distribution);
         Ok(Running {
             spec,
@@ -63,6 +76,8 @@ impl<'a> Running<'a> {
             pace: None,
             think: None,
             runtime_cap: 0,
+            verifying,
+            verify_from: None,
         }
         .drawn())
     }
@@ -104,7 +119,21 @@ impl<'a> Running<'a> {
 
     pub(super) fn done(&self) -> bool {
         let ran = self.queue.finished_at().0.saturating_sub(self.queue.started_at().0);
-        self.fraction() >= 1.0 || (self.runtime_cap > 0 && ran >= self.runtime_cap)
+        let verify = self.verifying.as_ref();
+        (self.issued_all() && !verify.is_some_and(Verifying::pending))
+            || (self.runtime_cap > 0 && ran >= self.runtime_cap)
+            || verify.is_some_and(Verifying::stopped)
+    }
+
+    /// Whether the job has issued all its I/O (what is left is reading
+    /// its writes back, for a job that verifies).
+    fn issued_all(&self) -> bool {
+        self.fraction() >= 1.0
+    }
+
+    /// Whether the job's verify fails it: fio's first bad block, in the job.
+    pub(super) fn verified(&self) -> Result<(), WorkloadError> {
+        self.verifying.as_ref().map_or(Ok(()), Verifying::outcome).map_err(|e| e.in_job(&self.spec.name))
     }
 
     /// The kind the next command is issued as: the drawn one, or under a
@@ -127,6 +156,9 @@ impl<'a> Running<'a> {
     /// any stall to think), and its rate's time for the next command's kind.
     pub(super) fn ready_at(&self) -> SimTime {
         let slot = self.queue.next_submit_time();
+        if self.issued_all() {
+            return slot;
+        }
         self.pace.as_ref().map_or(slot, |p| slot.max(p.gate(self.kind_at(slot) as usize, slot)))
     }
 
@@ -137,7 +169,9 @@ impl<'a> Running<'a> {
         WorkloadError: From<D::Error>,
     {
         let spec = self.spec;
-        let fail = |e: D::Error| WorkloadError::from(e).in_job(&spec.name);
+        if self.issued_all() {
+            return self.read_back(drive, content);
+        }
         // A warm-up command counts toward `number_ios` only after it, and
         // toward the size throughout (as fio's io_issue_bytes).
         let at = self.ready_at();
@@ -148,34 +182,19 @@ impl<'a> Running<'a> {
             self.queue.advance_to(at);
         }
         let (offset, bytes) = self.place.next(kind, spec.rw.is_random());
-        let (lba, sectors) = (Lba((spec.offset + offset) / SECTOR_BYTES), bytes / SECTOR_BYTES);
-        if spec.rw == Rw::TrimWrite {
-            self.batch.flush(drive, &mut self.queue, content).map_err(fail)?;
-            self.queue.set_kind(CommandKind::Trim);
-            drive.trim_on(&[(lba, sectors)], &mut self.queue).map_err(fail)?;
-            self.ops += counts;
+        let at_byte = spec.offset + offset;
+        let lba = Lba(at_byte / SECTOR_BYTES);
+        if let Some(v) = self.verifying.as_mut().filter(|v| v.dry()) {
+            // verify_only: fio's dry run logs the writes and issues nothing.
+            if kind == CommandKind::Write {
+                v.wrote(at_byte, bytes);
+            }
+        } else {
+            self.issue(drive, content, kind, lba, bytes)?;
         }
-        match kind {
-            CommandKind::Write => {
-                self.batch.add(lba, bytes);
-                if self.batch.is_full() {
-                    self.batch.flush(drive, &mut self.queue, content).map_err(fail)?;
-                }
-            }
-            CommandKind::Read => {
-                self.batch.flush(drive, &mut self.queue, content).map_err(fail)?;
-                self.queue.set_kind(CommandKind::Read);
-                // Only a job that writes sends what it read.
-                let into_buffer = spec.rw.does_write() && content.takes_reads() && drive.keeps_data();
-                if let Some(data) = drive.read_on(lba, sectors, &mut self.queue, into_buffer).map_err(fail)? {
-                    content.read_into(&data);
-                }
-            }
-            CommandKind::Trim => {
-                self.batch.flush(drive, &mut self.queue, content).map_err(fail)?;
-                self.queue.set_kind(CommandKind::Trim);
-                drive.trim_on(&[(lba, sectors)], &mut self.queue).map_err(fail)?;
-            }
+        if spec.rw == Rw::TrimWrite {
+            // The TRIM before the write is a command of its own.
+            self.ops += counts;
         }
         self.ops += counts;
         self.bytes += bytes;
@@ -194,6 +213,86 @@ impl<'a> Running<'a> {
         Ok(())
     }
 
+    /// Issues one command of the main phase: a write into the batch (a
+    /// TRIM first for `trimwrite`), or a read or TRIM at once.
+    fn issue<D: BlockDevice>(
+        &mut self,
+        drive: &mut D,
+        content: &mut dyn Content,
+        kind: CommandKind,
+        lba: Lba,
+        bytes: u64,
+    ) -> Result<(), WorkloadError>
+    where
+        WorkloadError: From<D::Error>,
+    {
+        let spec = self.spec;
+        let fail = |e: D::Error| WorkloadError::from(e).in_job(&spec.name);
+        let sectors = bytes / SECTOR_BYTES;
+        if spec.rw == Rw::TrimWrite {
+            self.batch.flush(drive, &mut self.queue, content).map_err(fail)?;
+            self.queue.set_kind(CommandKind::Trim);
+            drive.trim_on(&[(lba, sectors)], &mut self.queue).map_err(fail)?;
+        }
+        let at_byte = lba.0 * SECTOR_BYTES;
+        match kind {
+            CommandKind::Write => {
+                if let Some(v) = self.verifying.as_mut() {
+                    v.wrote(at_byte, bytes);
+                }
+                self.batch.add(lba, bytes);
+                if self.batch.is_full() {
+                    self.batch.flush(drive, &mut self.queue, content).map_err(fail)?;
+                }
+            }
+            CommandKind::Read => {
+                self.batch.flush(drive, &mut self.queue, content).map_err(fail)?;
+                self.queue.set_kind(CommandKind::Read);
+                let check = self.verifying.as_ref().is_some_and(|v| v.checks_reads(spec.rw));
+                // Only a job that writes sends what it read.
+                let into_buffer = check || (spec.rw.does_write() && content.takes_reads() && drive.keeps_data());
+                if let Some(data) = drive.read_on(lba, sectors, &mut self.queue, into_buffer).map_err(fail)? {
+                    match self.verifying.as_mut().filter(|_| check) {
+                        Some(v) => v.check(&data, at_byte, Expect::default()),
+                        None => content.read_into(&data),
+                    }
+                }
+            }
+            CommandKind::Trim => {
+                self.batch.flush(drive, &mut self.queue, content).map_err(fail)?;
+                self.queue.set_kind(CommandKind::Trim);
+                drive.trim_on(&[(lba, sectors)], &mut self.queue).map_err(fail)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads back the next write of a verifying job and checks it (fio's
+    /// verify phase), once the writes before it have completed.
+    fn read_back<D: BlockDevice>(&mut self, drive: &mut D, content: &mut dyn Content) -> Result<(), WorkloadError>
+    where
+        WorkloadError: From<D::Error>,
+    {
+        let spec = self.spec;
+        let fail = |e: D::Error| WorkloadError::from(e).in_job(&spec.name);
+        let Some(v) = self.verifying.as_mut() else { return Ok(()) };
+        if !self.batch.is_empty() {
+            self.batch.flush(drive, &mut self.queue, content).map_err(fail)?;
+        }
+        if v.begin() {
+            // fio waits for every write to complete before it reads back.
+            self.queue.advance_to(self.queue.finished_at());
+            self.verify_from = Some(self.queue.finished_at().0);
+        }
+        let Some((at, bytes, expect)) = v.next() else { return Ok(()) };
+        self.queue.set_kind(CommandKind::Read);
+        let lba = Lba(at / SECTOR_BYTES);
+        if let Some(data) = drive.read_on(lba, bytes / SECTOR_BYTES, &mut self.queue, true).map_err(fail)? {
+            v.check(&data, at, expect);
+        }
+        Ok(())
+    }
+
     /// Issues the writes still waiting in the batch.
     pub(super) fn flush<D: BlockDevice>(
         &mut self,
@@ -207,11 +306,26 @@ impl<'a> Running<'a> {
         self.batch.flush(drive, &mut self.queue, content).map_err(|e| WorkloadError::from(e).in_job(name))
     }
 
+    /// The time each direction ran, ns (read, write, TRIM), as fio counts
+    /// it: the whole job, but for one that read its writes back, its writes
+    /// and TRIMs until then and its reads from then (or throughout, if it
+    /// read before).
+    fn spans(&self) -> [u64; 3] {
+        let start = self.queue.reported_from().0;
+        let end = self.queue.finished_at().0.max(start);
+        match self.verify_from.map(|v| v.clamp(start, end)) {
+            None => [end - start; 3],
+            Some(v) if self.spec.rw.does_read() => [end - start, v - start, v - start],
+            Some(v) => [end - v, v - start, v - start],
+        }
+    }
+
     pub(super) fn result(&self) -> JobResult {
         // A job that ended in its warm-up reports all it did.
         let start = self.queue.reported_from().0;
         let end = self.queue.finished_at().0.max(start);
-        let dir = |kind| DirResult::new(self.queue.latencies(kind), self.queue.bytes(kind), end - start);
+        let spans = self.spans();
+        let dir = |kind| DirResult::new(self.queue.latencies(kind), self.queue.bytes(kind), spans[kind as usize]);
         JobResult {
             name: self.spec.name.clone(),
             elapsed_ns: end - start,
@@ -228,16 +342,18 @@ impl<'a> Running<'a> {
     pub(super) fn merged(jobs: &[Running]) -> JobResult {
         let start = jobs.iter().map(|j| j.queue.reported_from().0).min().unwrap_or(0);
         // fio's group runtime is its longest job's, not the span of jobs
-        // that started apart (stat.c sum_thread_stats).
+        // that started apart (stat.c sum_thread_stats); so is each
+        // direction's.
         let ran = |j: &Running| j.queue.finished_at().0.saturating_sub(j.queue.reported_from().0);
         let end = start + jobs.iter().map(ran).max().unwrap_or(0);
-        let dir = |kind| {
+        let dir = |kind: CommandKind| {
             let (mut hist, mut io_bytes) = (LatencyHistogram::default(), 0);
             for j in jobs {
                 io_bytes += j.queue.bytes(kind);
                 hist.merge(j.queue.latencies(kind));
             }
-            DirResult::new(&hist, io_bytes, end - start)
+            let span = jobs.iter().map(|j| j.spans()[kind as usize]).max().unwrap_or(0);
+            DirResult::new(&hist, io_bytes, span)
         };
         JobResult {
             name: jobs.first().map_or_else(String::new, |j| j.spec.name.clone()),
