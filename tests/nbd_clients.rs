@@ -233,6 +233,90 @@ fn fio_randwrite_qd32_ratios_verify_and_randtrim() {
     assert!(report["sim_seconds"].as_f64().unwrap_or(0.0) > 0.0);
 }
 
+/// fio's verify cases: each a job of its own at its own MiB, in fio's
+/// command-line syntax, which `duraflash run` shares.
+const VERIFY_CASES: [&[&str]; 21] = [
+    &["--verify=crc32c"],
+    &["--verify=crc32"],
+    &["--verify=crc64"],
+    &["--verify=crc16"],
+    &["--verify=crc7"],
+    &["--verify=md5"],
+    &["--verify=sha1"],
+    &["--verify=sha3-224"],
+    &["--verify=sha3-256"],
+    &["--verify=sha3-384"],
+    &["--verify=sha3-512"],
+    &["--verify=xxhash"],
+    &["--verify=meta"],
+    &["--verify_pattern=0xdeadbeef"],
+    &["--verify=pattern", "--verify_pattern=0xdeadbeef01"],
+    &["--verify=meta", "--verify_pattern=\"abc\""],
+    &["--verify=md5", "--verify_interval=512"],
+    &["--verify=crc32c", "--verify_offset=100"],
+    &["--verify=sha1", "--verify_interval=1k", "--verify_offset=200"],
+    &["--verify=crc32c", "--buffer_compress_percentage=50"],
+    &["--verify=xxhash", "--bs=512"],
+];
+
+/// The verify jobs as options: shared ones, then each case as a job, and
+/// `extra` for every job.
+fn verify_jobs(extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = ["--rw=randwrite", "--bs=4k", "--size=1m", "--iodepth=4"].map(String::from).to_vec();
+    for (k, case) in VERIFY_CASES.iter().enumerate() {
+        args.extend([format!("--name=v{k}"), format!("--offset={k}m")]);
+        args.extend(case.iter().chain(extra).map(|s| s.to_string()));
+    }
+    args
+}
+
+/// Real fio verifies every block a verifying `duraflash run` wrote (its
+/// headers and checksums are fio's, byte for byte), and `duraflash run`
+/// verifies what fio wrote: each of fio's methods but sha256 and sha512.
+#[test]
+fn fio_and_duraflash_verify_each_other_s_blocks() {
+    if !have("fio", "fio") {
+        return;
+    }
+    let dir = Scratch::new("verify");
+    let (ours, theirs) = (dir.path("ours.img"), dir.path("theirs.img"));
+    let duraflash = |image: &std::path::Path, extra: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_duraflash"));
+        cmd.args(["run", "--quiet", "--capacity", "64MiB", "--output-format=json", "--image"]).arg(image);
+        fio_json(&run(cmd.args(verify_jobs(extra))))
+    };
+    let fio = |image: &std::path::Path, extra: &[&str]| {
+        let served = Served::start_args(&["--capacity", "64MiB", "--image", image.to_str().unwrap()]);
+        let mut cmd = Command::new("fio");
+        cmd.args(["--ioengine=nbd", &format!("--uri={}", served.uri()), "--output-format=json"]);
+        cmd.args(verify_jobs(extra)).current_dir(std::env::temp_dir());
+        let out = cmd.output().expect("fio runs");
+        assert_eq!(served.stop()["invariants"], "ok");
+        (out.status.success(), fio_json(&out))
+    };
+    let blocks = |job: &serde_json::Value| job["read"]["io_bytes"].as_u64().unwrap_or(0) / 4096;
+    let written = duraflash(&ours, &[]);
+    let (ok, checked) = fio(&ours, &["--verify_only"]);
+    for (job, case) in checked["jobs"].as_array().unwrap().iter().zip(VERIFY_CASES) {
+        assert_eq!((job["error"].as_u64(), blocks(job)), (Some(0), 256), "fio verifying our {case:?}: {job}");
+    }
+    assert!(ok);
+    assert_eq!(written["jobs"][0]["read"]["total_ios"], 256, "we read back what we wrote, too");
+    // fio's check is real: our crc32c blocks are not md5 ones.
+    let (ok, wrong) = fio(&ours, &["--verify_only", "--verify=md5"]);
+    assert!(!ok && wrong["jobs"][0]["error"] == 84, "fio finds md5 where crc32c was written: {}", wrong["jobs"][0]);
+
+    let (ok, _) = fio(&theirs, &["--do_verify=0"]);
+    assert!(ok, "fio writes");
+    let checked = duraflash(&theirs, &["--verify_only"]);
+    for (job, case) in checked["jobs"].as_array().unwrap().iter().zip(VERIFY_CASES) {
+        assert_eq!((job["write"]["total_ios"].as_u64(), blocks(job)), (Some(0), 256), "we verify fio's {case:?}");
+    }
+    // A job that only reads checks every read, as fio's does.
+    let read = duraflash(&theirs, &["--rw=read"]);
+    assert!(read["jobs"].as_array().unwrap().iter().all(|j| blocks(j) == 256 && j["write"]["total_ios"] == 0));
+}
+
 /// RAID flags of `serve` are checked before anything is served: exit 2,
 /// one line naming the flag.
 #[test]

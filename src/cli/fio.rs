@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use clap::Args;
 
+use duraflash::config::Media;
 use duraflash::host::smart::Smart;
 use duraflash::input::{read_capped, Shown};
 use duraflash::workload::access::Rw;
@@ -437,6 +438,14 @@ pub(crate) fn run(mut args: RunArgs) -> Result<(), Failure> {
             job.write_hint,
             job.write_hint + 1
         )));
+    }
+    if cfg.media != Media::Memory {
+        if let Some(job) = file.jobs.iter().find(|j| file.selected(j) && j.verify.checksum.is_some()) {
+            return Err(Failure::Usage(format!(
+                "{source}: job '{}': verify reads back the bytes written, and --media metadata-only keeps none (use --media memory)",
+                Shown::new(&job.name),
+            )));
+        }
     }
     if args.parse_only {
         return Ok(());

@@ -203,7 +203,7 @@ impl BlockSizes {
 }
 
 /// The greatest common divisor of `a` and `b`.
-fn gcd(a: u64, b: u64) -> u64 {
+pub(crate) fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 {
         a
     } else {

@@ -109,7 +109,8 @@ impl Job {
             Distribution::Random if !self.norandommap => Distribution::Shuffled,
             other => other,
         };
-        let data = self.data(length).map_err(|e| WorkloadError::from(e).in_job(&self.name))?;
+        let data =
+            self.data(length).map_err(|e| WorkloadError::from(e).in_job(&self.name))?.with_verify(self.verify.spec());
         let mut directions = self.block_sizes.iter().zip(self.rw.directions());
         let one_size = directions.all(|(c, used)| !used || *c == SizeChoice::Fixed(self.bs));
         let sizes = if one_size && self.block_align.iter().all(Option::is_none) {
@@ -146,13 +147,16 @@ pub fn memory_beside(groups: &[Group], config: &DriveConfig) -> Vec<Part> {
         .iter()
         .map(|g| GroupMemory::of(&g.members.iter().map(|m| m.spec.clone()).collect::<Vec<_>>(), content))
         .collect();
-    let held = |m: &&GroupMemory| m.write_buffers.saturating_add(m.queues).saturating_add(m.random_maps);
+    let held = |m: &&GroupMemory| {
+        m.write_buffers.saturating_add(m.queues).saturating_add(m.random_maps).saturating_add(m.verify_logs)
+    };
     let peak = each.iter().max_by_key(held).copied().unwrap_or_default();
     let largest = each.iter().map(|m| m.largest_command).max().unwrap_or(0);
     vec![
         Part { name: "job write buffers", bytes: peak.write_buffers, grows_with: "bs, iodepth, numjobs" },
         Part { name: "job queues", bytes: peak.queues, grows_with: "iodepth, numjobs" },
         Part { name: "random maps", bytes: peak.random_maps, grows_with: "size / the smallest bs, numjobs" },
+        Part { name: "verify logs", bytes: peak.verify_logs, grows_with: "verify, size / the smallest bs, numjobs" },
         Part { name: "command working state", bytes: command_bytes(config, largest), grows_with: "bs" },
     ]
 }
@@ -278,6 +282,13 @@ impl JobFile {
                     }
                 };
                 group.members.push(Member { job: index, spec });
+            }
+        }
+        // fio numbers its jobs from 1, clones after their job, and stamps
+        // the number in each verify header.
+        for (n, member) in groups.iter_mut().flat_map(|g| g.members.iter_mut()).enumerate() {
+            if let Some(v) = member.spec.data.verify.as_mut() {
+                v.thread = (n + 1) as u16;
             }
         }
         // dedupe_global: the jobs that set it share one working set, in

@@ -1,7 +1,5 @@
 //! fio's option names this crate reads or ignores, aliases folded.
 
-use super::IGNORED_KEYS;
-
 /// A supported option, aliases folded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) enum Key {
@@ -56,6 +54,13 @@ pub(super) enum Key {
     PercentileList,
     ClatPercentiles,
     LatPercentiles,
+    Verify,
+    DoVerify,
+    VerifyInterval,
+    VerifyOffset,
+    VerifyPattern,
+    VerifyFatal,
+    VerifyOnly,
     /// One of [`IGNORED_KEYS`] without a field.
     Ignored,
 }
@@ -115,8 +120,86 @@ impl Key {
             "percentile_list" => Key::PercentileList,
             "clat_percentiles" => Key::ClatPercentiles,
             "lat_percentiles" => Key::LatPercentiles,
+            "verify" => Key::Verify,
+            "do_verify" => Key::DoVerify,
+            "verify_interval" => Key::VerifyInterval,
+            "verify_offset" => Key::VerifyOffset,
+            "verify_pattern" => Key::VerifyPattern,
+            "verify_fatal" => Key::VerifyFatal,
+            "verify_only" => Key::VerifyOnly,
             k if IGNORED_KEYS.iter().any(|(i, _)| *i == k) => Key::Ignored,
             _ => return None,
         })
     }
 }
+
+/// fio options that mean nothing for a simulated drive, each with why:
+/// accepted (their value unchecked) with one [`FioWarning`](super::FioWarning) per option,
+/// so a real job file runs instead of failing one option per attempt.
+/// `ioengine`, `filename` and `direct` are recorded too.
+pub const IGNORED_KEYS: &[(&str, &str)] = &[
+    ("ioengine", "the simulated drive is the engine"),
+    ("filename", "the target is the simulated drive"),
+    ("directory", "the target is the simulated drive"),
+    ("filename_format", "the target is the simulated drive"),
+    ("direct", "the model has no page cache"),
+    ("buffered", "the model has no page cache"),
+    ("invalidate", "the model has no page cache"),
+    ("fadvise_hint", "the model has no page cache"),
+    ("sync", "the drive has no volatile write cache"),
+    ("fsync", "the drive has no volatile write cache"),
+    ("fdatasync", "the drive has no volatile write cache"),
+    ("end_fsync", "the drive has no volatile write cache"),
+    ("fsync_on_close", "the drive has no volatile write cache"),
+    ("randrepeat", "every run is repeatable: offsets and data come from the seed"),
+    ("thread", "every job is simulated in one process"),
+    ("verify_dump", "a block that fails verify is named, not dumped to a file"),
+    ("verify_state_save", "no verify state files are written"),
+    ("verifysort", "deprecated in fio; writes are read back in offset order"),
+    ("verifysort_nr", "deprecated in fio; writes are read back in offset order"),
+    ("lockmem", "buffers are not host memory"),
+    ("mem", "buffers are not host memory"),
+    ("iomem", "buffers are not host memory"),
+    ("iomem_align", "buffers are not host memory"),
+    ("hugepage-size", "buffers are not host memory"),
+    ("cpus_allowed", "simulated time does not depend on host CPUs"),
+    ("cpus_allowed_policy", "simulated time does not depend on host CPUs"),
+    ("cpumask", "simulated time does not depend on host CPUs"),
+    ("nice", "simulated time does not depend on host scheduling"),
+    ("prio", "simulated time does not depend on host scheduling"),
+    ("prioclass", "simulated time does not depend on host scheduling"),
+    ("cmdprio_percentage", "the model serves commands without priorities"),
+    ("cmdprio_class", "the model serves commands without priorities"),
+    ("cmdprio", "the model serves commands without priorities"),
+    ("cmdprio_bssplit", "the model serves commands without priorities"),
+    ("gtod_reduce", "latencies are simulated, not timed"),
+    ("disable_lat", "latencies are simulated, not timed"),
+    ("disable_clat", "latencies are simulated, not timed"),
+    ("disable_slat", "latencies are simulated, not timed"),
+    ("disable_bw_measurement", "latencies are simulated, not timed"),
+    ("iodepth_batch", "a queue of iodepth commands is kept full"),
+    ("iodepth_batch_submit", "a queue of iodepth commands is kept full"),
+    ("iodepth_batch_complete", "a queue of iodepth commands is kept full"),
+    ("iodepth_batch_complete_min", "a queue of iodepth commands is kept full"),
+    ("iodepth_batch_complete_max", "a queue of iodepth commands is kept full"),
+    ("iodepth_low", "a queue of iodepth commands is kept full"),
+    ("write_bw_log", "no log files are written"),
+    ("write_lat_log", "no log files are written"),
+    ("write_iops_log", "no log files are written"),
+    ("write_hist_log", "no log files are written"),
+    ("log_avg_msec", "no log files are written"),
+    ("per_job_logs", "no log files are written"),
+    ("log_prio", "no log files are written"),
+    ("log_offset", "no log files are written"),
+    ("log_max_value", "no log files are written"),
+    ("log_hist_msec", "no log files are written"),
+    ("log_hist_coarseness", "no log files are written"),
+    ("description", "a comment"),
+    ("exitall", "jobs run one after another"),
+    ("exitall_on_error", "jobs run one after another"),
+    ("unlink", "there are no files"),
+    ("overwrite", "there are no files"),
+    ("create_on_open", "there are no files"),
+    ("allow_file_create", "there are no files"),
+    ("fallocate", "there are no files"),
+];

@@ -98,6 +98,7 @@
 //! | `ioengine`, `filename`, `direct` | recorded; a synchronous engine ([`SYNC_ENGINES`]) caps `iodepth` at 1, as in fio | | |
 //! | `loops` | [`Job::loops`] | 1 | Threads, processes and job synchronization |
 //! | `norandommap` | [`Job::norandommap`] | false (a random map: each pass touches every block once) | I/O type |
+//! | `verify`, `do_verify`, `verify_interval`, `verify_offset`, `verify_pattern`, `verify_fatal`, `verify_only` | [`Job::verify`] (see `verify.rs`; not `sha256`, `sha512`) | 0, true, the smallest write size, 0, none, false, false | Verification |
 //! | `percentile_list`, `clat_percentiles`, `lat_percentiles` | [`Job::percentile_list`] (up to 20, `:`-separated), [`Job::clat_percentiles`], [`Job::lat_percentiles`] (values 0 or 1) | fio's 17, true, false | Measurements and reporting |
 //! | [`IGNORED_KEYS`] (`randrepeat`, `thread`, ...) | accepted with one [`FioWarning`] each | | |
 //!
@@ -154,8 +155,10 @@ use crate::workload::sizes::SizeChoice;
 pub use buffers::Buffers;
 pub use cmdline::{is_option, takes_value, CommandLineJobs};
 pub use convert::{memory_beside, Group, Member, DRIVE_KEYS};
+pub use keys::IGNORED_KEYS;
 pub use parse::{parse, parse_files};
 pub use values::rw_name;
+pub use verify::VerifyOptions;
 
 mod block_sizes;
 mod buffers;
@@ -166,6 +169,7 @@ mod parse;
 #[cfg(test)]
 mod tests;
 mod values;
+mod verify;
 
 /// The largest job file read (1 MiB): fio's largest example job file is
 /// 3.5 KB (`examples/cmdprio-bssplit.fio`) and a hand-written one a few
@@ -258,81 +262,21 @@ pub const SUPPORTED_KEYS: &[&str] = &[
     "percentile_list",
     "clat_percentiles",
     "lat_percentiles",
+    "verify",
+    "do_verify",
+    "verify_interval",
+    "verify_offset",
+    "verify_pattern",
+    "verify_fatal",
+    "verify_only",
 ];
 
-/// fio options that mean nothing for a simulated drive, each with why:
-/// accepted (their value unchecked) with one [`FioWarning`] per option,
-/// so a real job file runs instead of failing one option per attempt.
 /// fio 3.33's engines that issue one command at a time (`FIO_SYNCIO`), for
 /// block devices and files: a job with one keeps one command in flight,
 /// whatever its `iodepth`, as fio caps it. fio's default engine, `psync`,
 /// is one; without `ioengine` the model's own engine queues `iodepth`.
 pub const SYNC_ENGINES: &[&str] =
     &["sync", "psync", "vsync", "pvsync", "pvsync2", "mmap", "splice", "sg", "libzbc", "ftruncate", "falloc"];
-
-/// `ioengine`, `filename` and `direct` are recorded too.
-pub const IGNORED_KEYS: &[(&str, &str)] = &[
-    ("ioengine", "the simulated drive is the engine"),
-    ("filename", "the target is the simulated drive"),
-    ("directory", "the target is the simulated drive"),
-    ("filename_format", "the target is the simulated drive"),
-    ("direct", "the model has no page cache"),
-    ("buffered", "the model has no page cache"),
-    ("invalidate", "the model has no page cache"),
-    ("fadvise_hint", "the model has no page cache"),
-    ("sync", "the drive has no volatile write cache"),
-    ("fsync", "the drive has no volatile write cache"),
-    ("fdatasync", "the drive has no volatile write cache"),
-    ("end_fsync", "the drive has no volatile write cache"),
-    ("fsync_on_close", "the drive has no volatile write cache"),
-    ("randrepeat", "every run is repeatable: offsets and data come from the seed"),
-    ("thread", "every job is simulated in one process"),
-    ("lockmem", "buffers are not host memory"),
-    ("mem", "buffers are not host memory"),
-    ("iomem", "buffers are not host memory"),
-    ("iomem_align", "buffers are not host memory"),
-    ("hugepage-size", "buffers are not host memory"),
-    ("cpus_allowed", "simulated time does not depend on host CPUs"),
-    ("cpus_allowed_policy", "simulated time does not depend on host CPUs"),
-    ("cpumask", "simulated time does not depend on host CPUs"),
-    ("nice", "simulated time does not depend on host scheduling"),
-    ("prio", "simulated time does not depend on host scheduling"),
-    ("prioclass", "simulated time does not depend on host scheduling"),
-    ("cmdprio_percentage", "the model serves commands without priorities"),
-    ("cmdprio_class", "the model serves commands without priorities"),
-    ("cmdprio", "the model serves commands without priorities"),
-    ("cmdprio_bssplit", "the model serves commands without priorities"),
-    ("gtod_reduce", "latencies are simulated, not timed"),
-    ("disable_lat", "latencies are simulated, not timed"),
-    ("disable_clat", "latencies are simulated, not timed"),
-    ("disable_slat", "latencies are simulated, not timed"),
-    ("disable_bw_measurement", "latencies are simulated, not timed"),
-    ("iodepth_batch", "a queue of iodepth commands is kept full"),
-    ("iodepth_batch_submit", "a queue of iodepth commands is kept full"),
-    ("iodepth_batch_complete", "a queue of iodepth commands is kept full"),
-    ("iodepth_batch_complete_min", "a queue of iodepth commands is kept full"),
-    ("iodepth_batch_complete_max", "a queue of iodepth commands is kept full"),
-    ("iodepth_low", "a queue of iodepth commands is kept full"),
-    ("write_bw_log", "no log files are written"),
-    ("write_lat_log", "no log files are written"),
-    ("write_iops_log", "no log files are written"),
-    ("write_hist_log", "no log files are written"),
-    ("log_avg_msec", "no log files are written"),
-    ("per_job_logs", "no log files are written"),
-    ("log_prio", "no log files are written"),
-    ("log_offset", "no log files are written"),
-    ("log_max_value", "no log files are written"),
-    ("log_hist_msec", "no log files are written"),
-    ("log_hist_coarseness", "no log files are written"),
-    ("description", "a comment"),
-    ("exitall", "jobs run one after another"),
-    ("exitall_on_error", "jobs run one after another"),
-    ("unlink", "there are no files"),
-    ("overwrite", "there are no files"),
-    ("create_on_open", "there are no files"),
-    ("allow_file_create", "there are no files"),
-    ("fallocate", "there are no files"),
-];
 
 /// An option of [`IGNORED_KEYS`] a job file gave (the first line of each).
 #[derive(Debug, Clone, PartialEq)]
@@ -552,6 +496,8 @@ pub struct Job {
     /// `buffer_pattern`, `zero_buffers`, `scramble_buffers` and the dedupe
     /// mode, as set ([`Job::data`] resolves them).
     pub buffers: Buffers,
+    /// `verify` and its options, resolved for the job's sizes.
+    pub verify: VerifyOptions,
     /// Offset distribution for random patterns.
     pub distribution: Distribution,
     /// fio's `write_hint` as a write stream: `none` 0, `short` 1, `medium`

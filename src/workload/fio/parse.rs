@@ -11,6 +11,7 @@ use super::values::{
     expand_env, non_empty, parse_distribution, parse_flag, parse_int, parse_iodepth, parse_offset, parse_pattern,
     parse_pct, parse_per_direction, parse_rw, parse_size, parse_time_in, parse_time_ns, parse_write_hint,
 };
+use super::verify::VerifyOptions;
 use super::{
     DriveSetting, FioError, FioWarning, Job, JobFile, OptionLine, SizeSpec, IGNORED_KEYS, MAX_LINE_BYTES, MAX_NUMJOBS,
     SYNC_ENGINES,
@@ -272,6 +273,7 @@ impl Default for Builder {
                 dedupe_pct: 0,
                 refill_buffers: false,
                 buffers: Buffers::default(),
+                verify: VerifyOptions::default(),
                 distribution: Distribution::Random,
                 write_hint: 0,
                 randseed: None,
@@ -383,6 +385,13 @@ impl Builder {
             Key::ZeroBuffers => job.buffers.set_zero(parse_flag(value).map_err(bad)?),
             Key::ScrambleBuffers => job.buffers.set_scramble(parse_flag(Some(required()?)).map_err(bad)?),
             Key::Distribution => job.distribution = parse_distribution(required()?).map_err(bad)?,
+            Key::Verify => job.verify.set_checksum(required()?).map_err(bad)?,
+            Key::DoVerify => job.verify.read_back = parse_flag(Some(required()?)).map_err(bad)?,
+            Key::VerifyInterval => job.verify.set_interval(parse_int(required()?).map_err(bad)?).map_err(bad)?,
+            Key::VerifyOffset => job.verify.set_offset(parse_int(required()?).map_err(bad)?).map_err(bad)?,
+            Key::VerifyPattern => job.verify.set_pattern(parse_pattern(required()?).map_err(bad)?),
+            Key::VerifyFatal => job.verify.fatal = parse_flag(Some(required()?)).map_err(bad)?,
+            Key::VerifyOnly => job.verify.only = parse_flag(value).map_err(bad)?,
             Key::WriteHint => job.write_hint = parse_write_hint(required()?).map_err(bad)?,
             Key::Ignored => {}
             Key::BwAvgTime => job.timing.bw_ms = parse_avg_time(required()?).map_err(bad)?,
@@ -506,6 +515,27 @@ impl Builder {
         }
         if (1..100).contains(&job.compress_pct) && !refill_explicit {
             job.refill_buffers = true;
+        }
+        if job.verify.checksum.is_some() {
+            let mut verify = job.verify.clone();
+            verify.fixup(&job).map_err(|(key, reason)| bad_at(key, reason))?;
+            if verify.only && job.time_based && job.rw.does_write() {
+                let reason = "verify_only replays the writes without time passing: give the job a size, not time_based";
+                return Err(bad_at(Key::VerifyOnly, reason.to_string()));
+            }
+            if verify.read_back && job.rw.does_write() && job.numjobs > 1 {
+                // fio (init.c fixup_options) warns the same for one target.
+                let reason = "multiple writers may overwrite blocks that belong to other jobs, \
+                              which can cause verification failures";
+                warnings.push(warn(Key::Verify, "verify", reason.to_string()));
+            }
+            if verify.read_back && job.time_based && job.rw.does_write() && !job.rw.does_read() {
+                // fio (init.c fixup_options) warns the same.
+                let reason = "verification read phase will never start because write phase uses all of runtime";
+                warnings.push(warn(Key::Verify, "verify", reason.to_string()));
+            }
+            job.verify = verify;
+            job.refill_buffers |= !refill_explicit;
         }
         job.name = name.unwrap_or_else(|| section.clone());
         job.section = section;

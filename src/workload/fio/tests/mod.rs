@@ -9,6 +9,7 @@ use crate::workload::sizes::SizeChoice;
 mod buffers;
 mod env;
 mod errors;
+mod verify;
 
 const GIB: u64 = 1 << 30;
 
@@ -140,6 +141,7 @@ fn defaults_match_fio() {
         dedupe_pct: 0,
         refill_buffers: false,
         buffers: Buffers::default(),
+        verify: VerifyOptions::default(),
         distribution: Distribution::Random,
         write_hint: 0,
         randseed: None,
