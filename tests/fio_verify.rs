@@ -140,3 +140,24 @@ fn bad_verify_options_are_refused_by_name() {
     );
     refused("[j]\nrw=write\nsize=1m\nverify=md5\n", &["--media", "metadata-only"], "use --media memory");
 }
+
+/// fio's own verify examples run as written on a 256 MiB drive: the
+/// whole device written and read back.
+#[test]
+fn fio_s_verify_examples_write_and_verify_the_whole_drive() {
+    let example = |name: &str| {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/fio-examples/").to_string() + name;
+        let out = Command::new(env!("CARGO_BIN_EXE_duraflash"))
+            .args(["run", &path, "--capacity", "256MiB", "--quiet", "--output-format=json"])
+            .output()
+            .unwrap();
+        json(&out)
+    };
+    let bytes = |j: &serde_json::Value, dir: &str| j[dir]["io_bytes"].as_u64();
+    // Random 4 KiB writes over the device, then each read back (crc32c).
+    let basic = &example("basic-verify.fio")["jobs"][0];
+    assert_eq!((bytes(basic, "write"), bytes(basic, "read")), (Some(256 << 20), Some(256 << 20)));
+    // 64 KiB writes with a header every 512 bytes, then a job that reads and checks them.
+    let scan = example("surface-scan.fio");
+    assert_eq!((bytes(&scan["jobs"][0], "write"), bytes(&scan["jobs"][1], "read")), (Some(256 << 20), Some(256 << 20)));
+}

@@ -240,8 +240,8 @@ impl Verify {
         }
     }
 
-    /// Checks the options against a job whose writes are `sizes` bytes,
-    /// naming the bad option.
+    /// Checks the options against a job whose commands are `smallest`
+    /// bytes or more, naming the bad option.
     pub fn check_sizes(&self, smallest: u64) -> Result<(), String> {
         let header = self.checksum.header_bytes();
         if self.checksum != Checksum::Null && self.step(smallest as usize) <= header {
@@ -270,6 +270,10 @@ impl Verify {
         }
         let step = self.step(buf.len());
         let header = self.checksum.header_bytes();
+        if self.offset as usize + header > step {
+            // Refused before any write (`check_sizes`).
+            return;
+        }
         for (n, chunk) in buf.chunks_exact_mut(step).enumerate() {
             let h = &mut chunk[..HEADER_BYTES];
             h[0..2].copy_from_slice(&MAGIC.to_le_bytes());
@@ -300,6 +304,13 @@ impl Verify {
         }
         let step = self.step(buf.len());
         let header = self.checksum.header_bytes();
+        if self.offset as usize + header.max(HEADER_BYTES) > step {
+            return Err(Failure(format!(
+                "verify: a {step}-byte interval cannot hold verify={}'s {header}-byte header at offset {}",
+                self.checksum.name(),
+                self.offset
+            )));
+        }
         let mut moved = Vec::new();
         for (n, chunk) in buf.chunks_exact(step).enumerate() {
             let chunk = if self.offset > 0 {

@@ -166,6 +166,9 @@ impl JobSpec {
         if self.rwmixread > 100 {
             return bad(format!("rwmixread {} is over 100", self.rwmixread));
         }
+        if let Some(v) = self.data.verify {
+            v.check_sizes(self.bs).map_err(WorkloadError::BadSpec)?;
+        }
         Ok(self.data.validate()?)
     }
 

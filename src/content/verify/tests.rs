@@ -119,3 +119,13 @@ fn options_that_leave_no_room_for_data_are_refused() {
     let late = Verify { offset: 4090, ..verify(Checksum::Crc32c) };
     assert!(late.check_sizes(4096).unwrap_err().starts_with("verify_offset 4090"));
 }
+
+#[test]
+fn a_block_too_small_for_its_header_is_a_failure_not_a_panic() {
+    let v = Verify { interval: 4096, offset: 4000, ..verify(Checksum::Sha3_512) };
+    let e = v.check(&[0; 512], 0, Expect::default()).unwrap_err();
+    assert!(e.0.contains("cannot hold verify=sha3-512's 104-byte header at offset 4000"), "{e}");
+    let mut small = [7u8; 512];
+    v.stamp(&mut small, 0, 0, 0, 0);
+    assert_eq!(small, [7u8; 512], "nothing stamped where no header fits");
+}

@@ -202,4 +202,7 @@ pub const IGNORED_KEYS: &[(&str, &str)] = &[
     ("create_on_open", "there are no files"),
     ("allow_file_create", "there are no files"),
     ("fallocate", "there are no files"),
+    ("create_serialize", "there are no files"),
+    ("fill_device", "on a block device a job without size already runs to the end of the device"),
+    ("fill_fs", "on a block device a job without size already runs to the end of the device"),
 ];
