@@ -185,7 +185,7 @@ fn output_formats_and_files_go_where_fio_sends_them() {
         (&["--output=r.txt", "--json", "./r.txt"], "--output and --json both name r.txt"),
         (&["--bs=4q"], "command line: --bs=4q: bad value '4q' for 'bs'"),
         (&["--numjobs=100"], "command line: --numjobs=100: bad value"),
-        (&["--verify_backlog", "16"], "command line: --verify_backlog=16: unsupported fio option 'verify_backlog'"),
+        (&["--verify_async", "4"], "command line: --verify_async=4: unsupported fio option 'verify_async'"),
         (&["--output-format=json", "--output=/nonexistent/r.json"], "--output /nonexistent/r.json: "),
         (&[data("fio-compat.fio").as_str()], "not both"),
         // Beside a job file, a key that is no fio option is named as a flag typo.

@@ -111,6 +111,13 @@ fn the_verify_phase_is_timed_apart_from_the_writes() {
     let quiet = json(&run("[j]\nrw=randwrite\nbs=4k\nsize=4m\niodepth=4\nverify=crc32c\ndo_verify=0\n", &[]));
     assert_eq!(quiet["jobs"][0]["read"]["total_ios"], 0);
     assert_eq!(quiet["jobs"][0]["write"]["runtime"], quiet["jobs"][0]["job_runtime"]);
+    // verify_backlog reads back while writing: every 16 writes, 8 of the
+    // unverified ones, the rest at the end, each once (fio's counts).
+    let backlog =
+        "[j]\nrw=randwrite\nbs=4k\nsize=4m\niodepth=4\nverify=crc32c\nverify_backlog=16\nverify_backlog_batch=8\n";
+    let b = &json(&run(backlog, &[]))["jobs"][0];
+    assert_eq!((b["read"]["total_ios"].as_u64(), b["write"]["total_ios"].as_u64()), (Some(1024), Some(1024)));
+    assert_eq!(b["read"]["runtime"], b["job_runtime"], "reads throughout the job");
     // verify_only issues no writes, and reads back what they would have written.
     let text = "[j]\nrw=write\nbs=4k\nsize=1m\nverify=md5\n[again]\nstonewall\nrw=write\nbs=4k\nsize=1m\nverify=md5\nverify_only\n";
     let only = json(&run(text, &[]));

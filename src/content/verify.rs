@@ -208,6 +208,11 @@ pub struct Verify {
     pub only: bool,
     /// `verify_fatal`: stop at the first bad block.
     pub fatal: bool,
+    /// `verify_backlog`: read back after every this many writes (0: only
+    /// once the job's writes are done).
+    pub backlog: u64,
+    /// `verify_backlog_batch`: how many to read back then (0: `backlog`).
+    pub batch: u64,
     /// fio's number of the job (1 for the first), stamped in each header.
     pub thread: u16,
 }

@@ -1,7 +1,18 @@
 use super::*;
 
 fn verify(checksum: Checksum) -> Verify {
-    Verify { checksum, interval: 4096, offset: 0, pattern: None, read_back: true, only: false, fatal: false, thread: 1 }
+    Verify {
+        checksum,
+        interval: 4096,
+        offset: 0,
+        pattern: None,
+        read_back: true,
+        only: false,
+        fatal: false,
+        backlog: 0,
+        batch: 0,
+        thread: 1,
+    }
 }
 
 /// A write of `len` bytes at byte `at`, as a verifying job writes it.

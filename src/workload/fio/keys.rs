@@ -61,6 +61,8 @@ pub(super) enum Key {
     VerifyPattern,
     VerifyFatal,
     VerifyOnly,
+    VerifyBacklog,
+    VerifyBacklogBatch,
     /// One of [`IGNORED_KEYS`] without a field.
     Ignored,
 }
@@ -127,6 +129,8 @@ impl Key {
             "verify_pattern" => Key::VerifyPattern,
             "verify_fatal" => Key::VerifyFatal,
             "verify_only" => Key::VerifyOnly,
+            "verify_backlog" => Key::VerifyBacklog,
+            "verify_backlog_batch" => Key::VerifyBacklogBatch,
             k if IGNORED_KEYS.iter().any(|(i, _)| *i == k) => Key::Ignored,
             _ => return None,
         })

@@ -98,7 +98,7 @@
 //! | `ioengine`, `filename`, `direct` | recorded; a synchronous engine ([`SYNC_ENGINES`]) caps `iodepth` at 1, as in fio | | |
 //! | `loops` | [`Job::loops`] | 1 | Threads, processes and job synchronization |
 //! | `norandommap` | [`Job::norandommap`] | false (a random map: each pass touches every block once) | I/O type |
-//! | `verify`, `do_verify`, `verify_interval`, `verify_offset`, `verify_pattern`, `verify_fatal`, `verify_only` | [`Job::verify`] (see `verify.rs`; not `sha256`, `sha512`) | 0, true, the smallest write size, 0, none, false, false | Verification |
+//! | `verify`, `do_verify`, `verify_interval`, `verify_offset`, `verify_pattern`, `verify_fatal`, `verify_only`, `verify_backlog`, `verify_backlog_batch` | [`Job::verify`] (see `verify.rs`; not `sha256`, `sha512`) | 0, true, the smallest write size, 0, none, false, false, 0, the backlog | Verification |
 //! | `percentile_list`, `clat_percentiles`, `lat_percentiles` | [`Job::percentile_list`] (up to 20, `:`-separated), [`Job::clat_percentiles`], [`Job::lat_percentiles`] (values 0 or 1) | fio's 17, true, false | Measurements and reporting |
 //! | [`IGNORED_KEYS`] (`randrepeat`, `thread`, ...) | accepted with one [`FioWarning`] each | | |
 //!
@@ -269,6 +269,8 @@ pub const SUPPORTED_KEYS: &[&str] = &[
     "verify_pattern",
     "verify_fatal",
     "verify_only",
+    "verify_backlog",
+    "verify_backlog_batch",
 ];
 
 /// fio 3.33's engines that issue one command at a time (`FIO_SYNCIO`), for

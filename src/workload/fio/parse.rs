@@ -392,6 +392,8 @@ impl Builder {
             Key::VerifyPattern => job.verify.set_pattern(parse_pattern(required()?).map_err(bad)?),
             Key::VerifyFatal => job.verify.fatal = parse_flag(Some(required()?)).map_err(bad)?,
             Key::VerifyOnly => job.verify.only = parse_flag(value).map_err(bad)?,
+            Key::VerifyBacklog => job.verify.backlog = parse_int(required()?).map_err(bad)?,
+            Key::VerifyBacklogBatch => job.verify.batch = parse_int(required()?).map_err(bad)?,
             Key::WriteHint => job.write_hint = parse_write_hint(required()?).map_err(bad)?,
             Key::Ignored => {}
             Key::BwAvgTime => job.timing.bw_ms = parse_avg_time(required()?).map_err(bad)?,
@@ -529,7 +531,7 @@ impl Builder {
                               which can cause verification failures";
                 warnings.push(warn(Key::Verify, "verify", reason.to_string()));
             }
-            if verify.read_back && job.time_based && job.rw.does_write() && !job.rw.does_read() {
+            if verify.read_back && job.time_based && job.rw.does_write() && !job.rw.does_read() && verify.backlog == 0 {
                 // fio (init.c fixup_options) warns the same.
                 let reason = "verification read phase will never start because write phase uses all of runtime";
                 warnings.push(warn(Key::Verify, "verify", reason.to_string()));

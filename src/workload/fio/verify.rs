@@ -9,6 +9,8 @@
 //!   the greatest common divisor of the write sizes when it does not divide
 //!   them.
 //! - A verifying job refills its buffers unless `refill_buffers` is given.
+//! - `verify_backlog` reads back while the job writes, and a time-based
+//!   writer with it reads back (fio warns only without it).
 
 use crate::content::buffers::Pattern;
 use crate::content::verify::{Checksum, Verify};
@@ -37,6 +39,10 @@ pub struct VerifyOptions {
     pub fatal: bool,
     /// `verify_only`.
     pub only: bool,
+    /// `verify_backlog` (0: unset).
+    pub backlog: u64,
+    /// `verify_backlog_batch` (0: the backlog).
+    pub batch: u64,
 }
 
 impl Default for VerifyOptions {
@@ -50,6 +56,8 @@ impl Default for VerifyOptions {
             read_back: true,
             fatal: false,
             only: false,
+            backlog: 0,
+            batch: 0,
         }
     }
 }
@@ -141,6 +149,8 @@ impl VerifyOptions {
             read_back: self.read_back,
             only: self.only,
             fatal: self.fatal,
+            backlog: self.backlog,
+            batch: self.batch,
             thread: 1,
         })
     }

@@ -169,7 +169,7 @@ impl<'a> Running<'a> {
         WorkloadError: From<D::Error>,
     {
         let spec = self.spec;
-        if self.issued_all() {
+        if self.issued_all() || self.verifying.as_ref().is_some_and(Verifying::batch_due) {
             return self.read_back(drive, content);
         }
         // A warm-up command counts toward `number_ios` only after it, and
@@ -268,21 +268,25 @@ impl<'a> Running<'a> {
     }
 
     /// Reads back the next write of a verifying job and checks it (fio's
-    /// verify phase), once the writes before it have completed.
+    /// verify phase, or a `verify_backlog` batch), once the writes before
+    /// it have completed.
     fn read_back<D: BlockDevice>(&mut self, drive: &mut D, content: &mut dyn Content) -> Result<(), WorkloadError>
     where
         WorkloadError: From<D::Error>,
     {
         let spec = self.spec;
         let fail = |e: D::Error| WorkloadError::from(e).in_job(&spec.name);
+        let last_phase = self.issued_all();
         let Some(v) = self.verifying.as_mut() else { return Ok(()) };
         if !self.batch.is_empty() {
             self.batch.flush(drive, &mut self.queue, content).map_err(fail)?;
         }
         if v.begin() {
-            // fio waits for every write to complete before it reads back.
+            // A batch or the final phase waits for the writes in flight.
             self.queue.advance_to(self.queue.finished_at());
-            self.verify_from = Some(self.queue.finished_at().0);
+            if last_phase && !v.reads_while_writing() {
+                self.verify_from = Some(self.queue.finished_at().0);
+            }
         }
         let Some((at, bytes, expect)) = v.next() else { return Ok(()) };
         self.queue.set_kind(CommandKind::Read);

@@ -25,12 +25,17 @@ pub(super) struct Verifying {
     /// Whether a read back checks the write's number (fio: a job that
     /// writes one block size, not time based, not `verify_only`).
     numberio: bool,
+    /// Whether the job logs its writes to read them back.
+    logs: bool,
     /// Whether the job reads its writes back once they are done.
     phase: bool,
+    /// Reads back due now, in a `verify_backlog` batch.
+    due: u64,
+    /// Whether the last command was a read back (the next one after a
+    /// write starts a batch or the final phase).
     /// Whether its writes are only logged (`verify_only` on a job that writes).
     dry: bool,
-    /// Whether reading back has begun.
-    begun: bool,
+    reading: bool,
     /// Blocks read and checked, and how many failed.
     checked: u64,
     failures: u64,
@@ -54,9 +59,11 @@ impl Verifying {
             log: BTreeMap::new(),
             writes: 0,
             numberio: writes && spec.sizes.is_one_size() && !time_based && !verify.only,
+            logs: writes && verify.read_back && (!time_based || verify.backlog > 0),
             phase: writes && verify.read_back && !time_based,
+            due: 0,
             dry: writes && verify.only,
-            begun: false,
+            reading: false,
             checked: 0,
             failures: 0,
             first: None,
@@ -76,9 +83,10 @@ impl Verifying {
 
     /// Logs a write of `bytes` at byte `at` of the drive.
     pub(super) fn wrote(&mut self, at: u64, bytes: u64) {
-        if !self.phase {
+        if !self.logs {
             return;
         }
+        self.reading = false;
         let end = at.saturating_add(bytes);
         if let Some((&start, &(sectors, _))) = self.log.range(..at).next_back() {
             if start + u64::from(sectors) * SECTOR_BYTES > at {
@@ -92,6 +100,22 @@ impl Verifying {
         let sectors = u32::try_from(bytes / SECTOR_BYTES).unwrap_or(u32::MAX);
         self.log.insert(at, (sectors, self.writes as u16));
         self.writes += 1;
+        // fio's check_get_verify: a batch once the unverified writes reach
+        // a multiple of the backlog.
+        let backlog = self.verify.backlog;
+        if backlog > 0 && (self.log.len() as u64).is_multiple_of(backlog) {
+            self.due = if self.verify.batch > 0 { self.verify.batch } else { backlog };
+        }
+    }
+
+    /// Whether a `verify_backlog` batch is due before the next command.
+    pub(super) fn batch_due(&self) -> bool {
+        self.due > 0 && !self.log.is_empty() && !self.stopped()
+    }
+
+    /// Whether reads back run while the job writes (`verify_backlog`).
+    pub(super) fn reads_while_writing(&self) -> bool {
+        self.logs && self.verify.backlog > 0
     }
 
     /// Whether reading back is still to do.
@@ -99,14 +123,16 @@ impl Verifying {
         self.phase && !self.log.is_empty() && !(self.verify.fatal && self.failures > 0)
     }
 
-    /// Whether this is the first call: reading back begins.
+    /// Whether this read back is the first since a write: a batch or the
+    /// final phase begins.
     pub(super) fn begin(&mut self) -> bool {
-        !std::mem::replace(&mut self.begun, true)
+        !std::mem::replace(&mut self.reading, true)
     }
 
     /// The next write to read back: its offset, bytes and number.
     pub(super) fn next(&mut self) -> Option<(u64, u64, Expect)> {
         let numberio = self.numberio;
+        self.due = self.due.saturating_sub(1);
         self.log.pop_first().map(|(at, (sectors, n))| {
             (at, u64::from(sectors) * SECTOR_BYTES, Expect { numberio: numberio.then_some(u64::from(n)) })
         })

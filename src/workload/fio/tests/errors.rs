@@ -12,7 +12,7 @@ fn unsupported_key_names_key_and_line_and_lists_supported() {
     let msg = e.to_string();
     assert!(msg.starts_with("line 7: unsupported fio option 'verify_async' (implemented: name, rw, readwrite, bs,"));
     assert!(
-        msg.contains("lat_percentiles, verify, do_verify, verify_interval, verify_offset, verify_pattern, verify_fatal, verify_only; accepted with a warning"),
+        msg.contains("lat_percentiles, verify, do_verify, verify_interval, verify_offset, verify_pattern, verify_fatal, verify_only, verify_backlog, verify_backlog_batch; accepted with a warning"),
         "{msg}"
     );
     // The ignored options are listed too, so a user sees every spelling that works.

@@ -441,7 +441,7 @@ fn long_keys_and_lines_and_many_jobs_are_handled() {
     assert_eq!(super::did_you_mean("iodepht"), ", did you mean 'iodepth'?");
     assert_eq!(super::did_you_mean("norandmap"), ", did you mean 'norandommap'?");
     // A shared prefix is no typo: fio options of their own get no suggestion.
-    for key in ["verify_backlog", "random_generator", "cpuload"] {
+    for key in ["verify_async", "random_generator", "cpuload"] {
         assert_eq!(super::did_you_mean(key), "", "{key}");
     }
     // fio reads at most 8192 bytes as one line.

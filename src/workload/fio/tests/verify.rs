@@ -15,6 +15,8 @@ fn verify_pattern_alone_verifies_a_header_and_the_pattern_and_verify_wins_whatev
     assert_eq!(job("[j]\nrw=write\nverify=pattern\nverify_pattern=1\n").verify.checksum, Some(Checksum::PatternOnly));
     assert_eq!(job("[j]\nrw=write\nverify=md5\nverify=0\n").verify.spec(), None, "verify=0 turns it off");
     assert_eq!(job("[j]\nrw=write\nverify=crc32c-intel\n").verify.checksum, Some(Checksum::Crc32c));
+    let backlog = job("[j]\nrw=write\nverify=md5\nverify_backlog=1k\nverify_backlog_batch=64\n").verify.spec().unwrap();
+    assert_eq!((backlog.backlog, backlog.batch), (1024, 64));
 }
 
 #[test]
@@ -45,6 +47,7 @@ fn a_time_based_writer_never_reads_back_and_says_so() {
     let w = file.warnings.iter().find(|w| w.key == "verify").expect("a warning");
     assert!(w.to_string().contains("verification read phase will never start"), "{w}");
     assert!(parse("[j]\nrw=randrw\nverify=md5\ntime_based\nruntime=1\n").unwrap().warnings.is_empty());
+    assert!(parse("[j]\nrw=write\nverify=md5\ntime_based\nruntime=1\nverify_backlog=8\n").unwrap().warnings.is_empty());
     let clones = parse("[j]\nrw=write\nverify=md5\nnumjobs=2\n").unwrap();
     assert!(clones.warnings.iter().any(|w| w.to_string().contains("multiple writers may overwrite blocks")));
 }
