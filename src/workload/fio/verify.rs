@@ -134,6 +134,9 @@ impl VerifyOptions {
         if self.interval == 0 || min_w % self.interval != 0 || max_w % self.interval != 0 {
             self.interval = gcd(min_w, max_w);
         }
+        if self.interval > u64::from(u32::MAX) {
+            return Err((blamed, format!("a verify_interval of {} bytes is past fio's 4 GiB", self.interval)));
+        }
         let Some(v) = self.spec() else { return Ok(()) };
         v.check_sizes(min_w).map_err(|e| (blamed, e))
     }

@@ -31,10 +31,10 @@ pub(super) struct Verifying {
     phase: bool,
     /// Reads back due now, in a `verify_backlog` batch.
     due: u64,
-    /// Whether the last command was a read back (the next one after a
-    /// write starts a batch or the final phase).
     /// Whether its writes are only logged (`verify_only` on a job that writes).
     dry: bool,
+    /// Whether the last command was a read back (the next one after a
+    /// write starts a batch or the final phase).
     reading: bool,
     /// Blocks read and checked, and how many failed.
     checked: u64,
@@ -93,17 +93,17 @@ impl Verifying {
                 self.log.remove(&start);
             }
         }
-        let covered: Vec<u64> = self.log.range(at..end).map(|(&s, _)| s).collect();
-        for start in covered {
+        while let Some(start) = self.log.range(at..end).next().map(|(&s, _)| s) {
             self.log.remove(&start);
         }
         let sectors = u32::try_from(bytes / SECTOR_BYTES).unwrap_or(u32::MAX);
         self.log.insert(at, (sectors, self.writes as u16));
         self.writes += 1;
         // fio's check_get_verify: a batch once the unverified writes reach
-        // a multiple of the backlog.
+        // a multiple of the backlog (its dry run, `verify_only`, reads
+        // everything back at the end).
         let backlog = self.verify.backlog;
-        if backlog > 0 && (self.log.len() as u64).is_multiple_of(backlog) {
+        if backlog > 0 && !self.dry && (self.log.len() as u64).is_multiple_of(backlog) {
             self.due = if self.verify.batch > 0 { self.verify.batch } else { backlog };
         }
     }
@@ -120,7 +120,7 @@ impl Verifying {
 
     /// Whether reading back is still to do.
     pub(super) fn pending(&self) -> bool {
-        self.phase && !self.log.is_empty() && !(self.verify.fatal && self.failures > 0)
+        self.phase && !self.log.is_empty() && !self.stopped()
     }
 
     /// Whether this read back is the first since a write: a batch or the
