@@ -191,7 +191,10 @@ fn echoed_values_are_cut_to_80_characters_with_control_characters_escaped() {
         std::fs::write(&path, text).unwrap();
         let e = usage_error(&duraflash(&["run", path.to_str().unwrap(), "--capacity", "64MiB"]), name);
         assert!(!e.trim_end().chars().any(char::is_control), "{name}: control characters in {e:?}");
-        assert!(e.contains('…') && e.len() < 2000, "{name}: {} bytes: {e}", e.len());
+        // What is echoed is cut; the list of fio's options an unknown key
+        // gets (about 2 KB) is the tool's own text.
+        let echoed = e.split(" (implemented:").next().unwrap_or(&e);
+        assert!(e.contains('…') && echoed.len() < 2000, "{name}: {} bytes: {e}", echoed.len());
     }
     // A line longer than fio reads whole is refused by its length.
     let path = dir.join("long.fio");
