@@ -1,6 +1,7 @@
 //! fio's block sizes as fio users give them: `bs` per direction, `bsrange`
-//! and `bssplit`, each run here and, where it is installed, under real fio
-//! (`--ioengine=null`) with the same options.
+//! and `bssplit`, and where `rw`'s offset modifier puts commands, each run
+//! here and, where it is installed, under real fio (`--ioengine=null`)
+//! with the same options.
 
 mod tools;
 
@@ -88,6 +89,71 @@ fn block_sizes_make_the_io_fio_makes() {
             assert_eq!(bytes, 16 << 20, "real fio, {args:?}");
             assert!(commands.contains(&n), "real fio, {args:?}: {n} commands");
         }
+    }
+}
+
+/// `rw`'s offset modifier: a pass with holes ends at the region's end
+/// (64 writes of 4 KiB 12 KiB apart in 1 MiB) unless that is the device's,
+/// `io_size` makes more passes,
+/// backward reads cover the region once, and `rw_sequencer=identical`
+/// repeats each random offset; fio makes the same commands. Where commands
+/// land is in `workload/sequence.rs`, as fio's `write_iolog` shows them.
+/// A random run past the region's end ends the job, at a point that
+/// depends on the draws (fio's own default run: 118 of 256).
+#[test]
+fn the_offset_modifier_makes_the_io_fio_makes() {
+    // A region that ends before the device: here on 64 MiB, and fio's on
+    // a 2 MiB file.
+    assert_eq!(counts(&ours(&["--rw=write:12k", "--size=1m"])), [(0, 0), (64, 256 << 10)]);
+    assert_eq!(counts(&ours(&["--rw=write:12k", "--size=1m", "--io_size=2m"])), [(0, 0), (512, 2 << 20)]);
+    if tools::have("fio", "fio") {
+        let file = std::env::temp_dir().join(format!("duraflash-holes-{}", std::process::id()));
+        std::fs::write(&file, vec![0u8; 2 << 20]).unwrap();
+        let out = Command::new("fio")
+            .args(["--name=j", "--ioengine=psync", "--rw=write:12k", "--bs=4k", "--size=1m", "--output-format=json"])
+            .arg(format!("--filename={}", file.display()))
+            .current_dir(std::env::temp_dir())
+            .output()
+            .expect("fio runs");
+        std::fs::remove_file(&file).unwrap();
+        assert_eq!(counts(&serde_json::from_slice(&out.stdout).unwrap()), [(0, 0), (64, 256 << 10)], "real fio");
+    }
+    let exact: &[(&[&str], Counts)] = &[
+        // A region to the device's end wraps: each offset four times.
+        (&["--rw=write:12k", "--size=64m"], [(0, 0), (16384, 64 << 20)]),
+        (&["--rw=read:-8k", "--size=1m"], [(256, 1 << 20), (0, 0)]),
+        (&["--rw=read:-8k", "--size=512k", "--offset=256k"], [(128, 512 << 10), (0, 0)]),
+        (&["--rw=randread:4", "--rw_sequencer=identical", "--size=1m"], [(256, 1 << 20), (0, 0)]),
+    ];
+    for (args, want) in exact {
+        assert_eq!(counts(&ours(args)), *want, "{args:?}");
+        if let Some(fio) = theirs(args) {
+            assert_eq!(counts(&fio), *want, "real fio, {args:?}");
+        }
+    }
+    // fio's own examples/backwards-read.fio: 128 MiB read backwards, 4 KiB at a time.
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/fio-examples/backwards-read.fio");
+    let out = duraflash(&["run", example, "--capacity", "256MiB", "--quiet", "--output-format=json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(counts(&serde_json::from_slice(&out.stdout).unwrap()), [(32768, 128 << 20), (0, 0)]);
+    let ends: Vec<u64> = (1..=6)
+        .map(|seed| {
+            let seed = format!("--randseed={seed}");
+            counts(&ours(&["--rw=randread:4", "--size=1m", &seed]))[0].0
+        })
+        .collect();
+    assert!(ends.iter().all(|&n| n <= 256) && ends.iter().any(|&n| n < 256), "{ends:?}");
+    for (args, why) in [
+        (&["--rw=write:6k", "--size=1m"][..], "multiple of (bs=4096)"),
+        (&["--rw=write:8k", "--bsrange=4k-8k", "--size=1m"], "one block size"),
+        (&["--rw=randread:x", "--size=1m"], "not a count"),
+        (&["--rw=write", "--rw_sequencer=backwards", "--size=1m"], "sequential or identical"),
+    ] {
+        let mut all = vec!["run", "--capacity", "64MiB", "--quiet", "--name=j"];
+        all.extend(args);
+        let out = duraflash(&all);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&out).contains(why), "{args:?}: {}", stderr(&out));
     }
 }
 

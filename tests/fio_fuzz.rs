@@ -71,6 +71,10 @@ const VALUES: &[&str] = &[
     "pattern",
     "0xdeadbeef",
     "80",
+    "write:4k",
+    "read:-8k",
+    "randread:8",
+    "identical",
 ];
 
 fn line() -> impl Strategy<Value = String> {

@@ -16,6 +16,7 @@ pub mod fio;
 pub mod job;
 pub mod pace;
 pub mod review;
+pub mod sequence;
 pub mod sizes;
 
 /// What a workload can fail with: a spec it cannot run (the CLI reports

@@ -12,6 +12,7 @@ use crate::device::memory::{command_bytes, Part};
 use crate::input::Shown;
 use crate::units::ByteSize;
 use crate::workload::job::{GroupMemory, JobSpec, Limit};
+use crate::workload::sequence::Sequence;
 use crate::workload::sizes::{BlockSizes, SizeChoice};
 use crate::workload::WorkloadError;
 
@@ -94,7 +95,10 @@ impl Job {
         // Without io_size a job makes one pass: the whole blocks of its
         // region (fio: size=1m with bs=6k is 170 commands); io_size counts
         // bytes, as many passes as they take, the last command crossing it.
-        let bytes = self.io_size.unwrap_or(length / self.bs * self.bs);
+        // A pass with holes ends once an offset reaches the region's end,
+        // unless that is the drive's.
+        let sequence = Sequence { region_start: region.start, to_drive_end: region.end == capacity, ..self.sequence };
+        let bytes = self.io_size.unwrap_or(sequence.pass_commands(length, self.bs) * self.bs);
         let loops = u64::from(self.loops);
         let limit = match (self.runtime_ns, self.time_based, self.number_ios) {
             (Some(t), true, _) => Limit::Time(t),
@@ -117,7 +121,8 @@ impl Job {
             BlockSizes::default()
         } else {
             BlockSizes::per_direction(self.block_sizes.clone()).aligned(self.block_align)
-        };
+        }
+        .sequenced(sequence, self.bs);
         Ok(JobSpec {
             name: self.name.clone(),
             rw: self.rw,

@@ -5,6 +5,7 @@
 pub(super) enum Key {
     Name,
     Rw,
+    RwSequencer,
     Bs,
     BsRange,
     BsSplit,
@@ -73,6 +74,7 @@ impl Key {
         Some(match key {
             "name" => Key::Name,
             "rw" | "readwrite" => Key::Rw,
+            "rw_sequencer" => Key::RwSequencer,
             "bs" | "blocksize" => Key::Bs,
             "bsrange" | "blocksize_range" => Key::BsRange,
             "bssplit" => Key::BsSplit,

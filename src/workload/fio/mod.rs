@@ -65,7 +65,7 @@
 //!
 //! | key (aliases) | field | default | HOWTO section |
 //! |---|---|---|---|
-//! | `rw` (`readwrite`) | [`Job::rw`] | `read` | I/O type |
+//! | `rw` (`readwrite`) | [`Job::rw`], its `:<nr>` offset modifier and `rw_sequencer` in [`Job::sequence`] | `read`, none, `sequential` | I/O type |
 //! | `bs` (`blocksize`) | [`Job::bs`], [`Job::block_sizes`] (per direction: `r[,w[,t]]`) | 4096 | Block size |
 //! | `bsrange` (`blocksize_range`), `bssplit` | [`Job::block_sizes`] (per direction) | none | Block size |
 //! | `blockalign` (`ba`) | [`Job::block_align`] (per direction; turns `norandommap` on) | each direction's smallest size | Block size |
@@ -138,8 +138,8 @@
 //! line longer than [`MAX_LINE_BYTES`] (fio splits it).
 //!
 //! Not supported, and rejected with an error: a range given to `bs`
-//! (`bs=4k-16k`; fio's is `bsrange=`), the `rw=randread:8` offset modifier,
-//! `rw=randtrimwrite` and the file* modes, `normal`/`gauss`/`zoned_abs`
+//! (`bs=4k-16k`; fio's is `bsrange=`), a sequential offset modifier that is
+//! not a multiple of `bs` or beside several block sizes, `rw=randtrimwrite` and the file* modes, `normal`/`gauss`/`zoned_abs`
 //! distributions, per-direction zones and distribution centres
 //! (`zipf:1.2:0.25`), `io_size`
 //! percentages, `numjobs` above [`MAX_NUMJOBS`], and every option not listed above
@@ -151,6 +151,7 @@ use thiserror::Error;
 use crate::input::Shown;
 pub use crate::workload::access::{Distribution, Rw};
 use crate::workload::job::FioTiming;
+use crate::workload::sequence::Sequence;
 use crate::workload::sizes::SizeChoice;
 pub use buffers::Buffers;
 pub use cmdline::{is_option, takes_value, CommandLineJobs};
@@ -259,6 +260,7 @@ pub const SUPPORTED_KEYS: &[&str] = &[
     "thinktime_iotime",
     "loops",
     "norandommap",
+    "rw_sequencer",
     "percentile_list",
     "clat_percentiles",
     "lat_percentiles",
@@ -437,6 +439,9 @@ pub struct Job {
     pub name: String,
     /// I/O pattern.
     pub rw: Rw,
+    /// `rw`'s offset modifier (`rw=write:4k`, `rw=randread:8`) and
+    /// `rw_sequencer`.
+    pub sequence: Sequence,
     /// Block size in bytes (>= 1): the smallest of the directions the
     /// job issues, to which its random offsets align (fio's minimum bs).
     pub bs: u64,

@@ -9,7 +9,7 @@ use super::buffers::Buffers;
 use super::keys::Key;
 use super::values::{
     expand_env, non_empty, parse_distribution, parse_flag, parse_int, parse_iodepth, parse_offset, parse_pattern,
-    parse_pct, parse_per_direction, parse_rw, parse_size, parse_time_in, parse_time_ns, parse_write_hint,
+    parse_pct, parse_per_direction, parse_rw_modifier, parse_size, parse_time_in, parse_time_ns, parse_write_hint,
 };
 use super::verify::VerifyOptions;
 use super::{
@@ -19,6 +19,7 @@ use super::{
 use crate::input::Shown;
 use crate::workload::access::{Access, Distribution, Rw};
 use crate::workload::job::FioTiming;
+use crate::workload::sequence::Sequence;
 use crate::workload::sizes::SizeChoice;
 
 /// `bwavgtime` or `iopsavgtime`: a window of 1 ms or more (fio takes 0 too,
@@ -274,6 +275,7 @@ impl Default for Builder {
                 refill_buffers: false,
                 buffers: Buffers::default(),
                 verify: VerifyOptions::default(),
+                sequence: Sequence::default(),
                 distribution: Distribution::Random,
                 write_hint: 0,
                 randseed: None,
@@ -342,7 +344,18 @@ impl Builder {
             Key::Name => self.name = Some(non_empty(required()?).map_err(bad)?),
             Key::Ioengine => job.ioengine = Some(non_empty(required()?).map_err(bad)?),
             Key::Filename => job.filename = Some(non_empty(required()?).map_err(bad)?),
-            Key::Rw => job.rw = parse_rw(required()?).map_err(bad)?,
+            Key::Rw => {
+                // fio's str_rw_cb: each rw line sets the modifier afresh.
+                let (rw, every, add) = parse_rw_modifier(required()?).map_err(bad)?;
+                (job.rw, job.sequence.every, job.sequence.add) = (rw, every, add);
+            }
+            Key::RwSequencer => {
+                job.sequence.identical = match required()? {
+                    "sequential" => false,
+                    "identical" => true,
+                    _ => return Err(bad("expected sequential or identical".into())),
+                }
+            }
             Key::Bs => self.sizes.bs = parse_bs(required()?).map_err(bad)?,
             Key::BsRange => self.sizes.range = parse_bsrange(required()?).map_err(bad)?,
             Key::BsSplit => self.sizes.split = parse_bssplit(required()?).map_err(bad)?,
@@ -517,6 +530,22 @@ impl Builder {
         }
         if (1..100).contains(&job.compress_pct) && !refill_explicit {
             job.refill_buffers = true;
+        }
+        if job.sequence.add != 0 {
+            let one_size = job.block_sizes.iter().zip(job.rw.directions()).all(|(c, used)| !used || c.min() == c.max());
+            let same = job
+                .block_sizes
+                .iter()
+                .zip(job.rw.directions())
+                .filter(|(_, used)| *used)
+                .all(|(c, _)| c.min() == job.bs);
+            if !(one_size && same) || job.sequence.add % job.bs as i64 != 0 {
+                let reason = format!(
+                    "the ':{}' offset modifier needs one block size it is a multiple of (bs={})",
+                    job.sequence.add, job.bs
+                );
+                return Err(bad_at(Key::Rw, reason));
+            }
         }
         if job.verify.checksum.is_some() {
             let mut verify = job.verify.clone();

@@ -231,13 +231,31 @@ pub(super) fn parse_rw(s: &str) -> Result<Rw, String> {
         return Ok(rw);
     }
     let names = RW_VALUES.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(", ");
-    match s.split_once(':') {
-        Some((base, _)) if lookup(base).is_some() => Err("the ':<nr>' offset modifier is not supported".to_string()),
-        _ if matches!(s, "randtrimwrite" | "filecreate" | "filestat" | "filedelete") => {
-            Err(format!("fio pattern '{s}' is not supported by this model (supported: {names})"))
-        }
-        _ => Err(format!("unknown I/O pattern (expected one of: {names})")),
+    if matches!(s, "randtrimwrite" | "filecreate" | "filestat" | "filedelete") {
+        return Err(format!("fio pattern '{s}' is not supported by this model (supported: {names})"));
     }
+    Err(format!("unknown I/O pattern (expected one of: {names})"))
+}
+
+/// `rw=` with fio's offset modifier (options.c `str_rw_cb`): the pattern,
+/// and for `pattern:nr` a random job's commands per random offset or a
+/// sequential job's bytes between commands (a size, negative backwards);
+/// without a modifier, none (1 and 0).
+pub(super) fn parse_rw_modifier(s: &str) -> Result<(Rw, u32, i64), String> {
+    let Some((base, nr)) = s.split_once(':') else { return Ok((parse_rw(s)?, 1, 0)) };
+    let rw = parse_rw(base)?;
+    if rw.is_random() {
+        let every = nr.parse::<u32>().ok().filter(|&n| n > 0);
+        let every = every.ok_or_else(|| format!("'{nr}' after ':' is not a count of commands per random offset"))?;
+        return Ok((rw, every, 0));
+    }
+    let (minus, size) = match nr.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, nr),
+    };
+    let bytes = parse_int(size).map_err(|e| format!("'{nr}' after ':' is not a size to skip: {e}"))?;
+    let add = i64::try_from(bytes).map_err(|_| format!("'{nr}' after ':' is too large"))?;
+    Ok((rw, 1, if minus { -add } else { add }))
 }
 
 /// fio's `write_hint` values (Linux's write lifetime hints), as streams.

@@ -37,6 +37,8 @@ pub(super) struct Running<'a> {
     verifying: Option<Verifying>,
     /// When the job began reading its writes back (ns), if it has.
     verify_from: Option<u64>,
+    /// Whether its region ran out before its limit (`rw=randread:N`).
+    ended: bool,
 }
 
 impl<'a> Running<'a> {
@@ -78,6 +80,7 @@ impl<'a> Running<'a> {
             runtime_cap: 0,
             verifying,
             verify_from: None,
+            ended: false,
         }
         .drawn())
     }
@@ -107,6 +110,9 @@ impl<'a> Running<'a> {
     /// How far the job has come toward its limit (1 or more: done; a limit
     /// of nothing is done before it starts).
     pub(super) fn fraction(&self) -> f64 {
+        if self.ended {
+            return 1.0;
+        }
         match self.spec.limit {
             Limit::Ops(0) | Limit::Bytes(0) => 1.0,
             Limit::Ops(n) => self.ops as f64 / n as f64,
@@ -181,7 +187,11 @@ impl<'a> Running<'a> {
             // Open loop: the command waits for its rate's time.
             self.queue.advance_to(at);
         }
-        let (offset, bytes) = self.place.next(kind, spec.rw.is_random());
+        let Some((offset, bytes)) = self.place.next(kind, spec.rw.is_random()) else {
+            // fio ends a job whose run from a random offset passes its region.
+            self.ended = true;
+            return Ok(());
+        };
         let at_byte = spec.offset + offset;
         let lba = Lba(at_byte / SECTOR_BYTES);
         if let Some(v) = self.verifying.as_mut().filter(|v| v.dry()) {

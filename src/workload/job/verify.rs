@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::content::verify::{Expect, Verify};
+use crate::host::CommandKind;
 use crate::units::SECTOR_BYTES;
 use crate::workload::access::Rw;
 use crate::workload::WorkloadError;
@@ -54,11 +55,12 @@ impl Verifying {
             ));
         }
         let writes = spec.rw.does_write();
+        let one_write_size = spec.sizes.of(CommandKind::Write).is_none_or(|c| c.min() == c.max());
         Ok(Some(Verifying {
             verify,
             log: BTreeMap::new(),
             writes: 0,
-            numberio: writes && spec.sizes.is_one_size() && !time_based && !verify.only,
+            numberio: writes && one_write_size && !time_based && !verify.only,
             logs: writes && verify.read_back && (!time_based || verify.backlog > 0),
             phase: writes && verify.read_back && !time_based,
             due: 0,

@@ -142,6 +142,7 @@ fn defaults_match_fio() {
         refill_buffers: false,
         buffers: Buffers::default(),
         verify: VerifyOptions::default(),
+        sequence: crate::workload::sequence::Sequence::default(),
         distribution: Distribution::Random,
         write_hint: 0,
         randseed: None,
@@ -292,7 +293,10 @@ fn rw_values_and_helpers() {
     assert!(Rw::TrimWrite.does_trim() && Rw::TrimWrite.does_write() && !Rw::TrimWrite.does_read());
     assert!(!Rw::TrimWrite.is_random() && Rw::RandTrim.is_random() && Rw::RandTrim.does_trim());
     assert!(Rw::Read.does_read() && !Rw::Read.does_write() && !Rw::Write.does_read());
-    assert!(bad_value_line("[j]\nrw=randread:8\n").2.contains("offset modifier"));
+    assert_eq!(job("[j]\nrw=randread:8\n").sequence.every, 8, "a random offset every 8 commands");
+    assert_eq!(job("[j]\nrw=read:-8k\n").sequence.add, -8192, "backwards");
+    assert_eq!(job("[j]\nrw=write:8k\nrw=write\n").sequence.add, 0, "each rw line sets the modifier afresh");
+    assert!(bad_value_line("[j]\nrw=write:6k\n").2.contains("offset modifier needs one block size"));
     assert!(bad_value_line("[j]\nrw=randtrimwrite\n").2.contains("not supported"));
     assert!(bad_value_line("[j]\nrw=READ\n").2.contains("unknown I/O pattern"));
 }
