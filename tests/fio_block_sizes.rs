@@ -146,7 +146,7 @@ fn the_offset_modifier_makes_the_io_fio_makes() {
     for (args, why) in [
         (&["--rw=write:6k", "--size=1m"][..], "multiple of (bs=4096)"),
         (&["--rw=write:8k", "--bsrange=4k-8k", "--size=1m"], "one block size"),
-        (&["--rw=randread:x", "--size=1m"], "not a count"),
+        (&["--rw=randread:x", "--size=1m"], "is not a count of commands"),
         (&["--rw=write", "--rw_sequencer=backwards", "--size=1m"], "sequential or identical"),
     ] {
         let mut all = vec!["run", "--capacity", "64MiB", "--quiet", "--name=j"];

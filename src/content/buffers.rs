@@ -29,7 +29,7 @@
 use std::fmt;
 
 use crate::content::pattern::{unit_seed, DataSpec, PatternError, PatternGen};
-use crate::content::verify::{Checksum, Verified};
+use crate::content::verify::{Verified, Verify};
 use crate::content::Content;
 use crate::units::{Lba, SECTOR_BYTES};
 
@@ -215,7 +215,7 @@ pub enum Writes {
 impl Writes {
     /// The writes of `spec`, drawn from `seed`, of at most `largest` bytes.
     pub fn new(spec: DataSpec, seed: u64, largest: u64) -> Result<Self, PatternError> {
-        if let Some(verify) = spec.verify.filter(|v| v.checksum != Checksum::Null) {
+        if let Some(verify) = spec.verify.filter(Verify::fills_writes) {
             return Ok(Writes::Verified(Box::new(Verified::new(spec, verify, seed, largest)?)));
         }
         let mut gen = PatternGen::new(spec, seed)?;
@@ -235,7 +235,7 @@ impl Writes {
     /// to `largest` bytes a command, and the bytes of a read on their way
     /// to one when the job `reads` too.
     pub fn kept_bytes(spec: &DataSpec, largest: u64, reads: bool) -> u64 {
-        if spec.verify.is_some_and(|v| v.checksum != Checksum::Null) {
+        if spec.verify.is_some_and(|v| v.fills_writes()) {
             return 0;
         }
         match spec.reuse {

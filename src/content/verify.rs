@@ -236,6 +236,12 @@ impl fmt::Display for Failure {
 }
 
 impl Verify {
+    /// Whether the job's writes are verify's own (fresh data and headers):
+    /// all but `null`'s, which are the job's usual writes.
+    pub fn fills_writes(&self) -> bool {
+        self.checksum != Checksum::Null
+    }
+
     /// Bytes between headers in a block of `len` bytes (fio's `get_hdr_inc`).
     fn step(&self, len: usize) -> usize {
         match self.interval as usize {
@@ -392,13 +398,10 @@ fn check_header(h: &[u8], step: usize, at: u64, expect: Expect) -> Result<(), St
 
 /// Whether `data` continues `pattern` from byte `from` of the block.
 fn check_pattern(data: &[u8], pattern: &[u8], from: usize) -> Result<(), String> {
-    let len = pattern.len().max(1);
-    match data.iter().enumerate().find(|&(i, &b)| b != pattern.get((from + i) % len).copied().unwrap_or(0)) {
+    let wanted = |i: usize| pattern.get((from + i) % pattern.len().max(1)).copied().unwrap_or(0);
+    match data.iter().enumerate().find(|&(i, &b)| b != wanted(i)) {
         None => Ok(()),
-        Some((i, &b)) => {
-            let wanted = pattern.get((from + i) % len).copied().unwrap_or(0);
-            Err(format!("pattern: got '{b:02x}', wanted '{wanted:02x}' at block offset {i}"))
-        }
+        Some((i, &b)) => Err(format!("pattern: got '{b:02x}', wanted '{:02x}' at block offset {i}", wanted(i))),
     }
 }
 
@@ -446,12 +449,13 @@ impl Verified {
     }
 
     fn fill_data(&mut self, lbas: &[Lba], buf: &mut [u8]) {
+        let each = (buf.len() / lbas.len().max(1)).max(1);
         match self.verify.pattern {
-            Some(p) => {
-                let each = buf.len() / lbas.len().max(1);
-                buf.chunks_mut(each.max(1)).for_each(|w| p.fill(w));
-            }
-            None => self.gen.fill_batch(lbas, buf),
+            Some(p) => buf.chunks_mut(each).for_each(|w| p.fill(w)),
+            // Writes of the generator's unit, in parallel.
+            None if each == self.gen.spec().unit => self.gen.fill_batch(lbas, buf),
+            // Smaller ones one at a time, so each is one region of its own.
+            None => buf.chunks_mut(each).for_each(|w| self.gen.fill(w)),
         }
     }
 }

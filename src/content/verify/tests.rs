@@ -140,3 +140,18 @@ fn a_block_too_small_for_its_header_is_a_failure_not_a_panic() {
     v.stamp(&mut small, 0, 0, 0, 0);
     assert_eq!(small, [7u8; 512], "nothing stamped where no header fits");
 }
+
+#[test]
+fn writes_smaller_than_the_largest_command_are_each_one_region() {
+    // A job whose reads are 64 KiB writes 4 KiB at 50 %: each write has its
+    // random half, not one region spread over sixteen writes.
+    let spec = DataSpec::compressible(50).unwrap();
+    let mut w = Verified::new(spec, verify(Checksum::Crc32c), 7, 64 << 10).unwrap();
+    let lbas: Vec<Lba> = (0..16).map(|i| Lba(i * 8)).collect();
+    let mut buf = vec![0; 16 << 12];
+    w.fill_batch(&lbas, &mut buf);
+    for (i, write) in buf.chunks(4096).enumerate() {
+        let ratio = lz4_flex::block::compress(write).len() as f64 / 4096.0;
+        assert!((0.45..0.6).contains(&ratio), "write {i}: {ratio}");
+    }
+}

@@ -532,14 +532,9 @@ impl Builder {
             job.refill_buffers = true;
         }
         if job.sequence.add != 0 {
-            let one_size = job.block_sizes.iter().zip(job.rw.directions()).all(|(c, used)| !used || c.min() == c.max());
-            let same = job
-                .block_sizes
-                .iter()
-                .zip(job.rw.directions())
-                .filter(|(_, used)| *used)
-                .all(|(c, _)| c.min() == job.bs);
-            if !(one_size && same) || job.sequence.add % job.bs as i64 != 0 {
+            let mut used = job.block_sizes.iter().zip(job.rw.directions()).filter(|(_, used)| *used);
+            let one_size = used.all(|(c, _)| c.min() == job.bs && c.max() == job.bs);
+            if !one_size || job.sequence.add % job.bs as i64 != 0 {
                 let reason = format!(
                     "the ':{}' offset modifier needs one block size it is a multiple of (bs={})",
                     job.sequence.add, job.bs

@@ -246,15 +246,15 @@ pub(super) fn parse_rw_modifier(s: &str) -> Result<(Rw, u32, i64), String> {
     let rw = parse_rw(base)?;
     if rw.is_random() {
         let every = nr.parse::<u32>().ok().filter(|&n| n > 0);
-        let every = every.ok_or_else(|| format!("'{nr}' after ':' is not a count of commands per random offset"))?;
+        let every = every.ok_or("what follows ':' is not a count of commands per random offset")?;
         return Ok((rw, every, 0));
     }
     let (minus, size) = match nr.strip_prefix('-') {
         Some(rest) => (true, rest),
         None => (false, nr),
     };
-    let bytes = parse_int(size).map_err(|e| format!("'{nr}' after ':' is not a size to skip: {e}"))?;
-    let add = i64::try_from(bytes).map_err(|_| format!("'{nr}' after ':' is too large"))?;
+    let bytes = parse_int(size).map_err(|e| format!("what follows ':' is not a size to skip: {e}"))?;
+    let add = i64::try_from(bytes).map_err(|_| "what follows ':' is too large".to_string())?;
     Ok((rw, 1, if minus { -add } else { add }))
 }
 
